@@ -1,0 +1,43 @@
+# canasta-rl developer tasks. Everything runs from the project virtualenv in .venv.
+#
+#   make demo    set up .venv if needed, then run the engine benchmark (`canasta bench`)
+#   make test    set up .venv if needed, then run the test suite
+#   make lint    ruff + mypy
+#   make warm    compile the numba kernels once (fills the on-disk cache)
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The CPU build of torch; an unpinned torch would pull a multi-GB CUDA build. Install it BEFORE the
+# project so the [train] extra finds it already satisfied.
+TORCH  := torch==2.13.0
+
+.DEFAULT_GOAL := help
+.PHONY: help venv demo test lint warm
+
+help:
+	@echo "targets: venv demo test lint warm"
+
+venv: $(STAMP)
+
+# Re-runs only when pyproject.toml changes (or .venv is missing); otherwise `make venv` is a no-op.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train]"
+	@touch $(STAMP)
+
+demo: venv
+	$(BIN)/canasta bench
+
+test: venv
+	$(BIN)/python -m pytest --durations=25 -q
+
+lint: venv
+	$(BIN)/ruff check $(wildcard canasta_env agents train tests)
+	$(BIN)/mypy canasta_env
+
+warm: venv
+	$(BIN)/python -m canasta_env.engine.warmup

@@ -1,0 +1,86 @@
+"""Batch kernels: the compiled loops over game rows that the Python API calls.
+
+Each takes the packed row array, the mask array and the parameter vector (DESIGN.md: few packed
+arguments per call) and loops over the batch serially.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from canasta_env.engine.actions import NUM_ACTIONS
+from canasta_env.engine.deal import deal_from_order, deal_next
+from canasta_env.engine.layout import (
+    F_DEAL_INDEX, F_DEAL_ROW, F_HAND_END, F_HAND_NO, O_CREDIT, O_SCORE, F_SEED_HI, F_SEED_LO, F_STATUS, F_STEPS, F_TRUNC,
+    HE_STEP_CAP, P_DECK, P_MAX_STEPS, P_WIDTH, ST_LIVE,
+)
+from canasta_env.engine.mask import fill_mask
+from canasta_env.engine.score import finish_episode
+from canasta_env.engine.turn import apply_action
+
+STEP_OK, STEP_NOOP, STEP_ILLEGAL, STEP_DEAD_END = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _buffers(prm):
+    return np.empty(prm[P_DECK], np.int32), np.empty(prm[P_WIDTH] + 8, np.int32)
+
+
+@njit(cache=True)
+def step_kernel(data, masks, prm, actions, rewards, status, events):
+    """Apply ``actions[b]`` to every live row whose mask allows it; refresh those rows' masks."""
+    order_buf, scratch = _buffers(prm)
+    for b in range(data.shape[0]):
+        row = data[b]
+        rewards[b, :] = 0
+        events[b] = 0
+        if row[F_STATUS] != ST_LIVE:
+            status[b] = STEP_NOOP
+            continue
+        a = actions[b]
+        if a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
+            status[b] = STEP_ILLEGAL
+            continue
+        row[F_STEPS] += 1
+        events[b] = apply_action(row, prm, a, rewards[b], order_buf)
+        if row[F_STATUS] == ST_LIVE and row[F_STEPS] >= prm[P_MAX_STEPS]:
+            row[F_TRUNC] = 1
+            row[F_HAND_END] = HE_STEP_CAP
+            finish_episode(row)
+        fill_mask(row, prm, masks[b], scratch)
+        status[b] = STEP_OK
+        if row[F_STATUS] == ST_LIVE and not masks[b].any():
+            status[b] = STEP_DEAD_END
+
+
+@njit(cache=True)
+def deal_kernel(data, masks, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events):
+    """Start a new game on each listed row from its DealId ``(seed, deal_row, deal_index)``."""
+    order_buf, scratch = _buffers(prm)
+    for i in range(rows.shape[0]):
+        row = data[rows[i]]
+        row[F_SEED_LO], row[F_SEED_HI] = seed_lo[i], seed_hi[i]
+        row[F_DEAL_ROW], row[F_DEAL_INDEX] = deal_rows[i], deal_index[i]
+        events[i] = deal_next(row, prm, order_buf, True)
+        fill_mask(row, prm, masks[rows[i]], scratch)
+
+
+@njit(cache=True)
+def explicit_deal_kernel(data, masks, prm, rows, orders, dealers):
+    """Start a new game on each listed row from an explicit deck order and dealer."""
+    _, scratch = _buffers(prm)
+    for i in range(rows.shape[0]):
+        row = data[rows[i]]
+        row[prm[O_SCORE]: prm[O_CREDIT]] = 0
+        deal_from_order(row, prm, orders[i], dealers[i])
+        row[F_HAND_NO] = 0
+        fill_mask(row, prm, masks[rows[i]], scratch)
+
+
+@njit(cache=True)
+def refresh_masks(data, masks, prm):
+    """Recompute every row's mask (after a state was edited from Python, e.g. by a scenario)."""
+    _, scratch = _buffers(prm)
+    for b in range(data.shape[0]):
+        fill_mask(data[b], prm, masks[b], scratch)

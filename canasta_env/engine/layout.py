@@ -1,0 +1,166 @@
+"""Packed layouts shared by Python and the kernels: the rule-parameter vector and the game row.
+
+A game is one int32 row of a ``(B, W)`` array; a row starts with fixed header fields (``F_*``) and
+continues with per-player, per-side and card arrays whose offsets depend on the table size and deck
+and are stored in the parameter vector (``O_*`` entries). Kernels therefore take just two packed
+arrays (row data and parameters) instead of many typed arguments (DESIGN.md "The engine").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
+from canasta_env.rules import RuleSet
+
+# ---- header fields of a game row -------------------------------------------------------------
+F_CUR = 0  # player to move
+F_PHASE = 1  # PH_*
+F_DEALER = 2
+F_HAND_NO = 3  # hands played in this game before the current one
+F_STEPS = 4  # decisions in the current hand (step-cap guard)
+F_STATUS = 5  # ST_*
+F_TRUNC = 6  # 1 when stopped by a guard (step cap, max_hands)
+F_STOCK_LEN = 7
+F_PILE_LEN = 8
+F_PILE_FROZEN = 9  # a wild (or red-three upcard) lies in the pile: frozen for everyone (C20)
+F_TURN_VALUE = 10  # card value toward the minimum melded this turn (C16, C17)
+F_TURN_FLAGS = 11  # TF_*
+F_ASKER = 12  # player who asked the partner (C29)
+F_WENT_OUT = 13  # player who went out this hand, -1 if none
+F_CONCEALED = 14
+F_SEED_LO = 15  # DealId of the game: seed (two 32-bit halves), row, index
+F_SEED_HI = 16
+F_DEAL_ROW = 17
+F_DEAL_INDEX = 18
+F_TURN_MELDS = 19  # meld actions this turn (C29: ask before melding)
+F_NEEDS_MIN = 20  # the mover's side had not opened when the turn began
+F_MINIMUM = 21  # minimum of the mover's side for this hand
+F_GAME_RESULT = 22  # winning side at game end, -1 draw, -2 not over
+F_HAND_END = 23  # HE_* how the last hand ended
+F_MAX_KIND = 24  # largest count of one kind in the deck (observation scale)
+HEADER = 32
+
+PH_DRAW, PH_MELD, PH_ANSWER, PH_FINAL_MELD, PH_OVER = 0, 1, 2, 3, 4
+PHASE_NAMES = ("draw", "meld", "answer", "final_meld", "over")
+ST_LIVE, ST_DONE = 0, 1
+HE_NONE, HE_WENT_OUT, HE_STOCK_OUT, HE_LAST_RED3, HE_NO_DISCARD, HE_STEP_CAP = 0, 1, 2, 3, 4, 5
+
+TF_DREW = 1  # drew from the stock this turn
+TF_TOOK = 2  # took the pile this turn
+TF_ASKED = 4
+TF_YES = 8  # partner said yes: must go out
+TF_NO = 16  # partner said no: may not go out
+TF_MELDED_BEFORE = 32  # the mover had melded earlier in this hand (C30 (1))
+TF_ADDED_OLD = 64  # added to a meld made before this turn (C30 (3))
+
+# ---- event bits returned by step (rule coverage, statistics) --------------------------------
+EV_HAND_END = 1 << 0
+EV_WENT_OUT = 1 << 1
+EV_CONCEALED = 1 << 2
+EV_PILE_TAKE = 1 << 3
+EV_FROZEN_TAKE = 1 << 4  # take of a pile frozen by a wild (C20, C23)
+EV_OPEN_BY_TAKE = 1 << 5  # unopened side took the pile (C17, C23)
+EV_LAST_RED3 = 1 << 6  # last stock card was a red three (C31a)
+EV_FORCED_TAKE = 1 << 7  # empty stock, END_HAND not allowed (C31b)
+EV_STOCK_OUT_END = 1 << 8  # END_HAND with empty stock (C31b)
+EV_ALL_RED3 = 1 << 9  # a side holds every red three (C10)
+EV_RED3_DRAWN = 1 << 10
+EV_CANASTA = 1 << 11  # a meld reached canasta size
+EV_OPENED = 1 << 12  # a side met its minimum
+EV_BLACK3_MELD = 1 << 13
+EV_ASK = 1 << 14
+EV_GAME_END = 1 << 15
+EV_RED3_NEGATIVE = 1 << 16  # red threes counted minus (C10)
+EV_FROZEN_UPCARD = 1 << 17  # the deal turned a wild or red three (C5)
+EV_STOP_CARD = 1 << 18  # a black three discarded (C12)
+EV_LAYOFF_TAKE = 1 << 19
+EVENT_NAMES = (
+    "hand_end", "went_out", "concealed", "pile_take", "frozen_take", "open_by_take", "last_red3",
+    "forced_take", "stock_out_end", "all_red3", "red3_drawn", "canasta", "opened", "black3_meld",
+    "ask", "game_end", "red3_negative", "frozen_upcard", "stop_card", "layoff_take",
+)
+
+# ---- parameter vector ------------------------------------------------------------------------
+(P_NPLAYERS, P_NSIDES, P_PARTNERS, P_HAND_SIZE, P_DRAW, P_UPCARD_KEEP, P_RED3_NEG, P_RED3_BONUS,
+ P_RED3_ALL, P_MIN_NAT, P_MAX_WILD, P_WLE, P_WILD_ON_NAT, P_NAT_BONUS, P_MIX_BONUS, P_GO_REQ,
+ P_GO_BONUS, P_CONC_BONUS, P_ASK, P_CONC_MIN, P_PILE_REQ_OPEN, P_FORBID_SINGLE, P_LAST_RED3,
+ P_EXH, P_TARGET, P_TIE, P_MAX_HANDS, P_MAX_STEPS, P_EPISODE_GAME, P_PACKS, P_JOKERS, P_DECK,
+ P_MTAB_N) = range(33)
+P_MTAB_LO = 33  # 8 lower bounds
+P_MTAB_MIN = 41  # 8 minimums
+O_HANDS, O_KNOWN, O_RED3, O_MELDED, O_MNAT, O_MJOK, O_MTWO, O_NEW, O_OPENED, O_SCORE, O_HSCORE, \
+    O_PARTS, O_CREDIT, O_STOCK, O_PILE, O_DECKCOUNT, P_WIDTH = range(49, 66)
+NUM_PARAMS = 66
+NUM_PARTS = 5  # score parts per side (C32): melded cards, canasta bonuses, red threes, going out, hand
+PART_NAMES = ("melds", "canastas", "red_threes", "going_out", "hand")
+MIN_TABLE_NEG_INF = -(1 << 30)
+
+RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never")
+LAST_RED3_MODES = ("may_meld_no_discard", "end_immediately")
+EXH_MODES = ("forced_if_layoff", "forced_if_legal", "optional")
+
+
+def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
+    """Rule options and row offsets as the int32 vector every kernel receives.
+
+    ``episode`` is ``"hand"`` (a row ends when the hand is scored) or ``"game"`` (hands are dealt
+    until a side reaches ``target_score``, C33).
+    """
+    from canasta_env.engine.cards import kinds_per_pack
+
+    if episode not in ("hand", "game"):
+        raise ValueError(f"episode must be 'hand' or 'game', got {episode!r}")
+    r = rules.resolved()
+    assert r.hand_size is not None and r.draw_count is not None and r.go_out_requires is not None
+    p = np.zeros(NUM_PARAMS, dtype=np.int32)
+    n = r.num_players
+    sides = n // 2 if r.partnerships else n
+    p[P_NPLAYERS], p[P_NSIDES], p[P_PARTNERS] = n, sides, int(bool(r.partnerships))
+    p[P_HAND_SIZE], p[P_DRAW] = r.hand_size, r.draw_count
+    p[P_UPCARD_KEEP] = int(r.upcard_policy == "keep")
+    p[P_RED3_NEG] = RED3_NEG_MODES.index(r.red3_negative_if)
+    p[P_RED3_BONUS], p[P_RED3_ALL] = r.red3_bonus, r.red3_all_bonus
+    p[P_MIN_NAT], p[P_MAX_WILD], p[P_WLE] = r.min_naturals, r.max_wilds, int(r.wild_le_naturals)
+    p[P_WILD_ON_NAT] = int(r.allow_wild_on_natural_canasta)
+    p[P_NAT_BONUS], p[P_MIX_BONUS] = r.natural_canasta_bonus, r.mixed_canasta_bonus
+    p[P_GO_REQ], p[P_GO_BONUS], p[P_CONC_BONUS] = r.go_out_requires, r.go_out_bonus, r.concealed_bonus
+    p[P_ASK], p[P_CONC_MIN] = int(r.ask_partner), int(r.concealed_requires_minimum)
+    p[P_PILE_REQ_OPEN] = int(r.pile_take_requires_opened_side)
+    p[P_FORBID_SINGLE] = int(r.forbid_single_card_pile_take)
+    p[P_LAST_RED3] = LAST_RED3_MODES.index(r.last_card_red3)
+    p[P_EXH] = EXH_MODES.index(r.exhausted_stock_take)
+    p[P_TARGET], p[P_TIE] = r.target_score, int(r.tie_rule == "draw")
+    p[P_MAX_HANDS], p[P_MAX_STEPS] = r.max_hands, r.max_steps_per_hand
+    p[P_EPISODE_GAME] = int(episode == "game")
+    p[P_PACKS], p[P_JOKERS], p[P_DECK] = r.packs, r.jokers, r.deck_size
+    table = r.initial_meld_table
+    if len(table) > 8:
+        raise ValueError("initial_meld_table has more than 8 rows")
+    p[P_MTAB_N] = len(table)
+    for i, (lower, minimum) in enumerate(table):
+        p[P_MTAB_LO + i] = MIN_TABLE_NEG_INF if lower is None else lower
+        p[P_MTAB_MIN + i] = minimum
+    deck = r.deck_size
+    sizes = [
+        (O_HANDS, n * NUM_KINDS), (O_KNOWN, n * NUM_KINDS), (O_RED3, n), (O_MELDED, n),
+        (O_MNAT, sides * NUM_SLOTS), (O_MJOK, sides * NUM_SLOTS), (O_MTWO, sides * NUM_SLOTS),
+        (O_NEW, NUM_SLOTS), (O_OPENED, sides), (O_SCORE, sides), (O_HSCORE, sides),
+        (O_PARTS, sides * NUM_PARTS), (O_CREDIT, NUM_KINDS), (O_STOCK, deck), (O_PILE, deck),
+        (O_DECKCOUNT, NUM_KINDS),
+    ]
+    pos = HEADER
+    for key, size in sizes:
+        p[key] = pos
+        pos += size
+    p[P_WIDTH] = pos
+    counts = kinds_per_pack(r.jokers, r.packs)
+    assert counts.sum() == deck
+    return p
+
+
+def deck_counts(params: np.ndarray) -> np.ndarray:
+    """Count of each card kind in the deck these parameters describe."""
+    from canasta_env.engine.cards import kinds_per_pack
+
+    return kinds_per_pack(int(params[P_JOKERS]), int(params[P_PACKS]))

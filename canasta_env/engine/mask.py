@@ -1,0 +1,212 @@
+"""The legal-action mask of one game row: exactly the actions the rules allow (C19a).
+
+Meld actions are tried in place on the row and undone; pile takes, which move many cards, are tried
+on a scratch copy. Either way the question is the same: can the turn still be finished legally?
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from canasta_env.engine import actions as A
+from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, TWO
+from canasta_env.engine.layout import (
+    F_ASKER, F_CUR, F_NEEDS_MIN, F_PHASE, F_PILE_FROZEN, F_PILE_LEN, F_STATUS, F_STOCK_LEN,
+    F_TURN_FLAGS, F_TURN_MELDS, F_TURN_VALUE, O_CREDIT, O_HANDS, O_MJOK, O_MNAT, O_MTWO, O_NEW, O_OPENED,
+    O_PILE, P_ASK, P_EXH, P_FORBID_SINGLE, P_PARTNERS, P_PILE_REQ_OPEN, P_WIDTH, PH_ANSWER,
+    PH_DRAW, PH_FINAL_MELD, PH_MELD, ST_LIVE, TF_ASKED, TF_NO, TF_YES,
+)
+from canasta_env.engine.melds import (
+    _meld_everything, discard_path_ok, go_out_ok, go_out_value_needed, minimum_shortfall, side_of, turn_finishable,
+    wild_room,
+)
+from canasta_env.engine.turn import TAKE_LAYOFF, TAKE_NAT_JOKER, TAKE_NAT_TWO, TAKE_PAIR
+from canasta_env.engine.turn import apply_take, hand_size, place_meld
+
+EXH_LAYOFF, EXH_LEGAL = 0, 1
+
+
+@njit(cache=True)
+def fill_mask(row, prm, mask, scratch):
+    """Write the legal actions of ``row`` into the bool vector ``mask``."""
+    mask[:] = False
+    if row[F_STATUS] != ST_LIVE:
+        return
+    phase = row[F_PHASE]
+    if phase == PH_DRAW:
+        _draw_phase(row, prm, mask, scratch)
+    elif phase == PH_MELD:
+        _meld_phase(row, prm, mask, scratch, False)
+        _discards(row, prm, mask)
+        _ask(row, prm, mask)
+    elif phase == PH_FINAL_MELD:
+        _meld_phase(row, prm, mask, scratch, True)
+        mask[A.END_HAND] = minimum_shortfall(row, prm) == 0
+    elif phase == PH_ANSWER:
+        partner = row[F_CUR]
+        row[F_CUR] = row[F_ASKER]
+        mask[A.ANSWER_YES] = True
+        mask[A.ANSWER_NO] = discard_path_ok(row, prm, 2)
+        row[F_CUR] = partner
+
+
+@njit(cache=True)
+def _take_shapes(row, prm, out):
+    """Which of the four ways to take the pile are allowed by C20-C25, before completability."""
+    out[:] = False
+    n = row[F_PILE_LEN]
+    if n == 0:
+        return -1
+    top = row[prm[O_PILE] + n - 1]
+    if top == JOKER or top == TWO or top == RED_THREE or top == BLACK_THREE:  # C21
+        return -1
+    p = row[F_CUR]
+    side = side_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    if prm[P_FORBID_SINGLE] and n == 1 and hand_size(row, prm, p) == 1:  # C25
+        return -1
+    opened = row[prm[O_OPENED] + side] == 1
+    if prm[P_PILE_REQ_OPEN] and not opened:  # C23 option
+        return -1
+    frozen = row[F_PILE_FROZEN] == 1 or not opened  # C20
+    slot = top - 4
+    has_meld = row[prm[O_MNAT] + side * 13 + slot] > 0
+    held = row[hand + top]
+    out[TAKE_PAIR] = held >= 2
+    if not frozen and not has_meld and held >= 1 and wild_room(prm, 2, 0) >= 1:
+        out[TAKE_NAT_JOKER] = row[hand + JOKER] >= 1
+        out[TAKE_NAT_TWO] = row[hand + TWO] >= 1
+    out[TAKE_LAYOFF] = not frozen and has_meld
+    return top
+
+
+@njit(cache=True)
+def _draw_phase(row, prm, mask, scratch):
+    """Draw, take the pile in one of its shapes, or (empty stock) end the hand (C26, C31b)."""
+    width = prm[P_WIDTH]
+    stock_empty = row[F_STOCK_LEN] == 0
+    mask[A.DRAW_STOCK] = not stock_empty
+    shapes = scratch[width: width + 4]
+    _take_shapes(row, prm, shapes)
+    any_take = False
+    for how in range(4):
+        if shapes[how]:
+            work = scratch[:width]
+            work[:] = row[:width]
+            apply_take(work, prm, how)
+            if turn_finishable(work, prm):
+                mask[A.TAKE_PILE_PAIR + how] = True
+                any_take = True
+    if stock_empty:
+        forced = (prm[P_EXH] == EXH_LAYOFF and mask[A.TAKE_PILE_LAYOFF]) or (
+            prm[P_EXH] == EXH_LEGAL and any_take)
+        mask[A.END_HAND] = not forced
+
+
+@njit(cache=True)
+def _try_meld(row, prm, mask, action, final):
+    """Legal iff, after placing the cards, the turn can still be finished (C19a)."""
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    saved_hand = row[hand: hand + 15].copy()
+    saved_credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15].copy()
+    base = owner * 13
+    saved_meld = (row[prm[O_MNAT] + base: prm[O_MNAT] + base + 13].copy(),
+                  row[prm[O_MJOK] + base: prm[O_MJOK] + base + 13].copy(),
+                  row[prm[O_MTWO] + base: prm[O_MTWO] + base + 13].copy())
+    saved = (row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS])
+    new_base = prm[O_NEW]
+    saved_new = row[new_base: new_base + 13].copy()
+    place_meld(row, prm, action)
+    if final:
+        ok = discard_path_ok(row, prm, 1)
+    elif hand_size(row, prm, p) == 0:
+        ok = go_out_ok(row, prm)
+    else:
+        ok = turn_finishable(row, prm)
+    row[hand: hand + 15] = saved_hand
+    row[prm[O_CREDIT]: prm[O_CREDIT] + 15] = saved_credit
+    row[prm[O_MNAT] + base: prm[O_MNAT] + base + 13] = saved_meld[0]
+    row[prm[O_MJOK] + base: prm[O_MJOK] + base + 13] = saved_meld[1]
+    row[prm[O_MTWO] + base: prm[O_MTWO] + base + 13] = saved_meld[2]
+    row[new_base: new_base + 13] = saved_new
+    row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS] = saved
+    if ok:
+        mask[action] = True
+
+
+@njit(cache=True)
+def _meld_phase(row, prm, mask, scratch, final):
+    """Every meld action whose cards are in hand, that keeps its meld valid and the turn
+    finishable."""
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    jokers, twos = row[hand + JOKER], row[hand + TWO]
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    for s in range(11):
+        c = row[hand + s + 4]
+        n0 = row[mnat + s]
+        if n0 == 0:
+            if c >= 3:
+                _try_meld(row, prm, mask, A.MELD_NNN + s, final)
+            if c >= 2 and wild_room(prm, 2, 0) >= 1:
+                if jokers:
+                    _try_meld(row, prm, mask, A.MELD_NNJ + s, final)
+                if twos:
+                    _try_meld(row, prm, mask, A.MELD_NN2 + s, final)
+        else:
+            if c >= 1:
+                _try_meld(row, prm, mask, A.ADD_NATURAL + s, final)
+            if wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
+                if jokers:
+                    _try_meld(row, prm, mask, A.ADD_JOKER + s, final)
+                if twos:
+                    _try_meld(row, prm, mask, A.ADD_TWO + s, final)
+    if final:
+        return
+    b3 = row[hand + BLACK_THREE]
+    if row[mnat + 12] == 0 and b3 >= 3:  # C11: only in a turn that goes out
+        _try_meld(row, prm, mask, A.MELD_NNN + 12, final)
+    elif row[mnat + 12] > 0 and b3 >= 1:
+        _try_meld(row, prm, mask, A.ADD_NATURAL + 12, final)
+
+
+@njit(cache=True)
+def _discards(row, prm, mask):
+    """A discard ends the turn (hand >= 2 and the turn's melds complete) or goes out (C19, C28)."""
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    total = hand_size(row, prm, p)
+    flags = row[F_TURN_FLAGS]
+    if total >= 2:
+        ok = (not (flags & TF_YES) and row[prm[O_MNAT] + owner * 13 + 12] == 0
+              and minimum_shortfall(row, prm) == 0)
+        if ok:
+            for k in range(15):
+                if row[hand + k] > 0:
+                    mask[A.DISCARD + k] = True
+        return
+    if flags & TF_NO:
+        return
+    for k in range(15):
+        if row[hand + k] > 0:
+            h = row[hand: hand + 15]
+            credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+            h[k] -= 1
+            need = go_out_value_needed(row, prm)
+            mask[A.DISCARD + k] = _meld_everything(row, prm, owner, h, credit, need)
+            h[k] += 1
+
+
+@njit(cache=True)
+def _ask(row, prm, mask):
+    """C29: ask once per turn, before melding, if going out is reachable."""
+    if not (prm[P_ASK] and prm[P_PARTNERS]):
+        return
+    if row[F_TURN_FLAGS] & TF_ASKED or row[F_TURN_MELDS] > 0:
+        return
+    if hand_size(row, prm, row[F_CUR]) >= 2 and go_out_ok(row, prm):
+        mask[A.ASK_PARTNER] = True

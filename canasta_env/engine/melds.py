@@ -1,0 +1,278 @@
+"""Meld rules and turn completability (C13-C19a, C28, C30), as numba functions over one game row.
+
+The mask asks one question of every candidate action: can the turn still be finished legally from
+the state the action leaves (C19a)? A turn finishes either with a discard, keeping at least one card
+and reaching the minimum if the side has not opened (``discard_path_ok``), or by going out
+(``go_out_ok``). Both are answered exactly and without search:
+
+* Every meld on the table is valid after every action (see ``actions.py``), so only the minimum,
+  the cards left in hand and the canastas needed to go out remain open questions.
+* The best card value still meldable while keeping ``keep`` cards is found greedily (all naturals
+  of meldable ranks, pairs activated by wilds in order of value, wilds into free places, the most
+  valuable first) and, when that leaves fewer than ``keep`` cards, by holding back one card of each
+  kind in turn (at most two levels deep).
+* Going out fixes where every natural goes; only the optional discard and the wilds are free, and
+  the most canastas are made by filling the melds closest to seven first.
+
+Cards count toward the minimum only while ``credit`` (the hand before a pile take, C17) lasts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, TWO
+from canasta_env.engine.layout import (
+    F_CUR, F_MINIMUM, F_NEEDS_MIN, F_TURN_FLAGS, F_TURN_VALUE, O_CREDIT, O_HANDS, O_MJOK, O_MNAT,
+    O_MTWO, P_CONC_MIN, P_GO_REQ, P_MAX_WILD, P_NSIDES, P_WLE, TF_NO, TF_TOOK, TF_YES,
+)
+
+NEG = -(1 << 30)
+CANASTA_SIZE = 7
+BLACK_THREE_SLOT = 12
+
+
+@njit(cache=True, inline="always")
+def wild_room(prm: np.ndarray, naturals: int, wilds: int) -> int:
+    """How many more wilds a meld of ``naturals`` naturals and ``wilds`` wilds may take (C13)."""
+    limit = prm[P_MAX_WILD]
+    if prm[P_WLE] and naturals < limit:
+        limit = naturals
+    return max(0, limit - wilds)
+
+
+@njit(cache=True, inline="always")
+def side_of(prm: np.ndarray, player: int) -> int:
+    """Side of a player: partners sit opposite (C4), so it is the seat modulo the side count."""
+    return player % prm[P_NSIDES]
+
+
+@njit(cache=True)
+def _free_value(row, prm, owner, h, credit):
+    """Best credited value meldable from ``h`` with no cards kept, and the cards left over."""
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    value = 0
+    melded = 0
+    places = 0
+    pair_values = np.empty(11, np.int64)
+    npairs = 0
+    for s in range(11):
+        k = s + 4
+        c = h[k]
+        cv = min(c, credit[k]) * CARD_VALUES[k]
+        n0 = row[mnat + s]
+        if n0 > 0:
+            value += cv
+            melded += c
+            places += wild_room(prm, n0 + c, row[mjok + s] + row[mtwo + s])
+        elif c >= 3:
+            value += cv
+            melded += c
+            places += wild_room(prm, c, 0)
+        elif c == 2:
+            pair_values[npairs] = cv
+            npairs += 1
+    wilds = h[JOKER] + h[TWO]
+    active = min(npairs, wilds)
+    if 0 < active < npairs:
+        pair_values[:npairs].sort()
+        for i in range(active):
+            value += pair_values[npairs - 1 - i]
+    else:
+        for i in range(active):
+            value += pair_values[i]
+    melded += 2 * active
+    placed = min(wilds, active * (1 + wild_room(prm, 2, 1)) + places)
+    cj = min(h[JOKER], credit[JOKER])
+    ct = min(h[TWO], credit[TWO])
+    t = min(placed, cj)
+    value += t * CARD_VALUES[JOKER]
+    t2 = min(placed - t, ct)
+    value += t2 * CARD_VALUES[TWO]
+    melded += placed
+    total = 0
+    for k in range(15):
+        total += h[k]
+    return value, total - melded
+
+
+@njit(cache=True)
+def _held_back(row, prm, owner, h, credit, k):
+    """Best free value with one card of kind ``k`` held back (an uncredited copy if any)."""
+    h[k] -= 1
+    old = credit[k]
+    credit[k] = min(old, h[k])
+    value, left = _free_value(row, prm, owner, h, credit)
+    h[k] += 1
+    credit[k] = old
+    return value, left
+
+
+@njit(cache=True)
+def max_meld_value(row, prm, owner, h, credit, keep):
+    """Best credited value still meldable from hand ``h`` keeping at least ``keep`` (<= 2) cards.
+
+    Returns ``NEG`` if no such melding exists. ``h`` and ``credit`` are restored. (No recursion:
+    numba's cache cannot reload recursive functions.)
+    """
+    value, left = _free_value(row, prm, owner, h, credit)
+    if left >= keep:
+        return value
+    best = NEG
+    for k in range(15):
+        if h[k] == 0:
+            continue
+        v, left1 = _held_back(row, prm, owner, h, credit, k)
+        if left1 + 1 >= keep:
+            best = max(best, v)
+            continue
+        h[k] -= 1
+        old = credit[k]
+        credit[k] = min(old, h[k])
+        for k2 in range(15):
+            if h[k2] > 0:
+                v2, _ = _held_back(row, prm, owner, h, credit, k2)
+                best = max(best, v2)
+        h[k] += 1
+        credit[k] = old
+    return best
+
+
+@njit(cache=True)
+def _meld_everything(row, prm, owner, h, credit, need_value):
+    """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    pairs = 0
+    places = 0
+    canastas = 0
+    deficits = np.zeros(CANASTA_SIZE, np.int64)
+    for s in range(11):
+        c = h[s + 4]
+        n0 = row[mnat + s]
+        if n0 > 0:
+            n, w = n0 + c, row[mjok + s] + row[mtwo + s]
+        elif c >= 3:
+            n, w = c, 0
+        elif c == 2:
+            pairs += 1
+            places += wild_room(prm, 2, 1)
+            continue
+        elif c == 1:
+            return False
+        else:
+            continue
+        room = wild_room(prm, n, w)
+        places += room
+        if n + w >= CANASTA_SIZE:
+            canastas += 1
+        elif CANASTA_SIZE - n - w <= room:
+            deficits[CANASTA_SIZE - n - w] += 1
+    b3 = h[BLACK_THREE]
+    if b3 > 0 and row[mnat + BLACK_THREE_SLOT] + b3 < 3:
+        return False
+    wilds = h[JOKER] + h[TWO]
+    if pairs > wilds:
+        return False
+    free = wilds - pairs
+    if free > places:
+        return False
+    need = prm[P_GO_REQ] - canastas
+    for d in range(1, CANASTA_SIZE):
+        while need > 0 and deficits[d] > 0 and free >= d:
+            need -= 1
+            deficits[d] -= 1
+            free -= d
+    if need > 0:
+        return False
+    if need_value > 0:
+        v = 0
+        for k in range(15):
+            v += min(h[k], credit[k]) * CARD_VALUES[k]
+        if v < need_value:
+            return False
+    return True
+
+
+@njit(cache=True)
+def go_out_value_needed(row, prm):
+    """Minimum still to reach when going out: none for an unopened side that drew and goes out
+    concealed, unless ``concealed_requires_minimum`` (C30); a pile take always needs it (C23)."""
+    if row[F_NEEDS_MIN] and ((row[F_TURN_FLAGS] & TF_TOOK) or prm[P_CONC_MIN]):
+        return row[F_MINIMUM] - row[F_TURN_VALUE]
+    return 0
+
+
+@njit(cache=True)
+def go_out_ok(row, prm):
+    """Whether the mover can still go out this turn (C28), a final discard allowed (C19)."""
+    flags = row[F_TURN_FLAGS]
+    if flags & TF_NO:
+        return False
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    need_value = go_out_value_needed(row, prm)
+    if _meld_everything(row, prm, owner, h, credit, need_value):
+        return True
+    for d in range(15):
+        if h[d] > 0:
+            h[d] -= 1
+            old = credit[d]
+            credit[d] = min(old, h[d])
+            ok = _meld_everything(row, prm, owner, h, credit, need_value)
+            h[d] += 1
+            credit[d] = old
+            if ok:
+                return True
+    return False
+
+
+@njit(cache=True)
+def side_has_meld(row, prm, owner):
+    """Whether ``owner`` has any meld on the table."""
+    mnat = prm[O_MNAT] + owner * 13
+    for s in range(13):
+        if row[mnat + s] > 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def minimum_shortfall(row, prm):
+    """Value still needed this turn for the minimum (C16), or 0 if none is needed."""
+    if not row[F_NEEDS_MIN]:
+        return 0
+    if not side_has_meld(row, prm, side_of(prm, row[F_CUR])):
+        return 0
+    return max(0, row[F_MINIMUM] - row[F_TURN_VALUE])
+
+
+@njit(cache=True)
+def discard_path_ok(row, prm, keep):
+    """Whether the mover can end the turn without going out, holding ``keep`` cards before the
+    discard (2 for a discard, 1 for the no-discard end of C31a)."""
+    if row[F_TURN_FLAGS] & TF_YES:
+        return False
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    if row[prm[O_MNAT] + owner * 13 + BLACK_THREE_SLOT] > 0:
+        return False
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    total = 0
+    for k in range(15):
+        total += h[k]
+    if total < keep:
+        return False
+    short = minimum_shortfall(row, prm)
+    if short == 0:
+        return True
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    return max_meld_value(row, prm, owner, h, credit, keep) >= short
+
+
+@njit(cache=True)
+def turn_finishable(row, prm):
+    """C19a: whether the mover's turn can still be finished legally from this meld-phase state."""
+    return discard_path_ok(row, prm, 2) or go_out_ok(row, prm)

@@ -1,0 +1,70 @@
+"""Text rendering of one game: from one player's view (hidden cards hidden) or omniscient."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.cards import KIND_NAMES, SLOT_NAMES
+from canasta_env.engine.core import State
+from canasta_env.engine.layout import (
+    F_MINIMUM, F_NEEDS_MIN, F_PILE_FROZEN, F_TURN_VALUE, PHASE_NAMES,
+)
+
+
+def _cards(counts: np.ndarray) -> str:
+    parts = [f"{KIND_NAMES[k]}x{int(c)}" if c > 1 else KIND_NAMES[k]
+             for k, c in enumerate(counts) if c > 0]
+    return " ".join(parts) if parts else "-"
+
+
+def _melds(state: State, b: int, side: int) -> str:
+    out = []
+    nat, jok, two = state.meld_naturals[b, side], state.meld_jokers[b, side], state.meld_twos[b, side]
+    for s, name in enumerate(SLOT_NAMES):
+        if nat[s] + jok[s] + two[s] == 0:
+            continue
+        size = int(nat[s] + jok[s] + two[s])
+        tag = ""
+        if size >= 7 and s < 11:
+            tag = "*natural canasta*" if jok[s] + two[s] == 0 else "*mixed canasta*"
+        wild = f"+{int(jok[s])}JK" * bool(jok[s]) + f"+{int(two[s])}x2" * bool(two[s])
+        out.append(f"{name}:{int(nat[s])}{wild}{tag}")
+    return " ".join(out) if out else "-"
+
+
+def render(state: State, b: int = 0, player: int | None = None) -> str:
+    """A readable table for row ``b``: from ``player``'s view, or omniscient when ``None``."""
+    n = state.num_players
+    d = state.data[b]
+    cur = int(state.current_player[b])
+    lines = [
+        f"{state.rules.name} deal {tuple(state.deal_id(b))} hand {int(state.hand_number[b])} "
+        f"dealer P{int(state.dealer[b])} | to move: P{cur} ({PHASE_NAMES[int(state.phase[b])]})"
+        + ("" if player is None else f" | view of P{player}"),
+    ]
+    pile = state.pile(b)
+    top = KIND_NAMES[int(pile[-1])] if len(pile) else "-"
+    frozen = " frozen" if d[F_PILE_FROZEN] else ""
+    lines.append(f"stock {int(state.stock_size[b])} | pile {len(pile)} top {top}{frozen}")
+    if player is None:
+        lines.append(f"pile contents: {_cards(np.bincount(pile, minlength=15))}")
+    for side in range(state.num_sides):
+        opened = "opened" if state.opened[b, side] else "not opened"
+        lines.append(f"side {side} ({opened}, score {int(state.scores[b, side])}): "
+                     f"{_melds(state, b, side)}")
+    for p in range(n):
+        hand = state.hands[b, p]
+        size = int(hand.sum())
+        if player is None or p == player:
+            shown = _cards(hand)
+        else:
+            known = state.known[b, p]
+            shown = f"{size} cards" + (f", known: {_cards(known)}" if known.sum() else "")
+        lines.append(f"P{p}{'*' if p == cur else ' '} red3 {int(state.red_threes[b, p])} | {shown}")
+    if d[F_NEEDS_MIN]:
+        lines.append(f"minimum {int(d[F_MINIMUM])}, melded this turn {int(d[F_TURN_VALUE])}")
+    if player is None or player == cur:
+        legal = [ACTION_NAMES[a] for a in state.legal_actions(b)]
+        lines.append("legal: " + (" ".join(legal) if legal else "-"))
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""Hand scoring (C10, C15, C30, C32) and the end of a game (C33), over one game row."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from canasta_env.engine.cards import CARD_VALUES, JOKER, TWO
+from canasta_env.engine.layout import (
+    EV_ALL_RED3, EV_GAME_END, EV_HAND_END, EV_RED3_NEGATIVE, F_CONCEALED, F_GAME_RESULT,
+    F_HAND_NO, F_PHASE, F_STATUS, F_TRUNC, F_WENT_OUT, NUM_PARTS, O_DECKCOUNT, O_HANDS, O_HSCORE,
+    O_MELDED, O_MJOK, O_MNAT, O_MTWO, O_PARTS, O_RED3, O_SCORE, P_CONC_BONUS, P_EPISODE_GAME,
+    P_GO_BONUS, P_MAX_HANDS, P_MIX_BONUS, P_NAT_BONUS, P_NPLAYERS, P_NSIDES, P_RED3_ALL,
+    P_RED3_BONUS, P_RED3_NEG, P_TARGET, P_TIE, PH_OVER, ST_DONE,
+)
+from canasta_env.engine.melds import side_of
+
+RED3_NO_MELD, RED3_NO_CANASTA, RED3_PLAYER_NO_MELD, RED3_NO_SEVENS, RED3_NEVER = range(5)
+
+
+@njit(cache=True)
+def meld_parts(row, prm, owner):
+    """(card value of melds, canasta bonuses, number of melds, number of canastas) of one side."""
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    cards = 0
+    bonus = 0
+    melds = 0
+    canastas = 0
+    for s in range(13):
+        n = row[mnat + s]
+        if n == 0:
+            continue
+        kind = s + 4 if s < 11 else 3
+        j, t = row[mjok + s], row[mtwo + s]
+        cards += n * CARD_VALUES[kind] + j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
+        melds += 1
+        if s < 11 and n + j + t >= 7:
+            canastas += 1
+            bonus += prm[P_NAT_BONUS] if j + t == 0 else prm[P_MIX_BONUS]
+    return cards, bonus, melds, canastas
+
+
+@njit(cache=True)
+def red_three_part(row, prm, side, melds, canastas):
+    """Red-three score of a side (C10): 100 each or the all-threes bonus, minus when penalised."""
+    n = prm[P_NPLAYERS]
+    count = 0
+    player_no_meld = False
+    for p in range(n):
+        if side_of(prm, p) == side:
+            count += row[prm[O_RED3] + p]
+            if row[prm[O_RED3] + p] > 0 and row[prm[O_MELDED] + p] == 0:
+                player_no_meld = True
+    if count == 0:
+        return 0, False, False
+    every = count == row[prm[O_DECKCOUNT] + 2] and prm[P_RED3_ALL] > 0
+    value = prm[P_RED3_ALL] if every else count * prm[P_RED3_BONUS]
+    mode = prm[P_RED3_NEG]
+    negative = ((mode == RED3_NO_MELD and melds == 0)
+                or (mode == RED3_NO_CANASTA and canastas == 0)
+                or (mode == RED3_PLAYER_NO_MELD and player_no_meld))
+    return (-value if negative else value), every, negative
+
+
+@njit(cache=True)
+def score_hand(row, prm):
+    """Score the hand per side into the row (C32) and return the event bits it raised."""
+    events = EV_HAND_END
+    n = prm[P_NPLAYERS]
+    for side in range(prm[P_NSIDES]):
+        cards, bonus, melds, canastas = meld_parts(row, prm, side)
+        red3, every, negative = red_three_part(row, prm, side, melds, canastas)
+        if every:
+            events |= EV_ALL_RED3
+        if negative:
+            events |= EV_RED3_NEGATIVE
+        out = 0
+        if row[F_WENT_OUT] >= 0 and side_of(prm, row[F_WENT_OUT]) == side:
+            out = prm[P_CONC_BONUS] if row[F_CONCEALED] else prm[P_GO_BONUS]
+        held = 0
+        for p in range(n):
+            if side_of(prm, p) == side:
+                for k in range(15):
+                    held += row[prm[O_HANDS] + p * 15 + k] * CARD_VALUES[k]
+        parts = prm[O_PARTS] + side * NUM_PARTS
+        row[parts], row[parts + 1], row[parts + 2] = cards, bonus, red3
+        row[parts + 3], row[parts + 4] = out, -held
+        total = cards + bonus + red3 + out - held
+        row[prm[O_HSCORE] + side] = total
+        row[prm[O_SCORE] + side] += total
+    return events
+
+
+@njit(cache=True)
+def hand_rewards(row, prm, out):
+    """Per-seat reward in points: own side's hand score minus the best opposing side's."""
+    sides = prm[P_NSIDES]
+    for p in range(prm[P_NPLAYERS]):
+        mine = side_of(prm, p)
+        best = -(1 << 30)
+        for s in range(sides):
+            if s != mine:
+                best = max(best, row[prm[O_HSCORE] + s])
+        out[p] = row[prm[O_HSCORE] + mine] - best
+
+
+@njit(cache=True)
+def game_decision(row, prm):
+    """After a scored hand: 1 if the episode ends, 0 if another hand is to be dealt (C33)."""
+    if not prm[P_EPISODE_GAME]:
+        return 1
+    sides = prm[P_NSIDES]
+    best = -(1 << 30)
+    for s in range(sides):
+        best = max(best, row[prm[O_SCORE] + s])
+    if best >= prm[P_TARGET]:
+        leaders = 0
+        leader = -1
+        for s in range(sides):
+            if row[prm[O_SCORE] + s] == best:
+                leaders += 1
+                leader = s
+        if leaders == 1:
+            row[F_GAME_RESULT] = leader
+            return 1
+        if prm[P_TIE]:
+            row[F_GAME_RESULT] = -1
+            return 1
+    if row[F_HAND_NO] + 1 >= prm[P_MAX_HANDS]:
+        row[F_TRUNC] = 1
+        return 1
+    return 0
+
+
+@njit(cache=True)
+def finish_episode(row):
+    """Mark the row's episode over."""
+    row[F_STATUS] = ST_DONE
+    row[F_PHASE] = PH_OVER
+
+
+_ = (np, EV_GAME_END)

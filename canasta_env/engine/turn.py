@@ -1,0 +1,300 @@
+"""Applying one legal action to one game row: draw, take, meld, discard, go out, end the hand.
+
+Each ``apply_*`` function mutates the row and returns event bits (``layout.EV_*``). Legality is
+the mask's job (``mask.py``); these functions assume it.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from canasta_env.engine import actions as A
+from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, RED_THREE, TWO
+from canasta_env.engine.deal import deal_next, pop_stock, push_pile, start_turn
+from canasta_env.engine.layout import (
+    EV_BLACK3_MELD, EV_CANASTA, EV_FROZEN_TAKE, EV_GAME_END, EV_LAST_RED3, EV_LAYOFF_TAKE,
+    EV_OPEN_BY_TAKE, EV_OPENED, EV_PILE_TAKE, EV_RED3_DRAWN, EV_STOCK_OUT_END, EV_STOP_CARD,
+    EV_ASK, EV_WENT_OUT, EV_CONCEALED, F_ASKER, F_CONCEALED, F_CUR, F_HAND_END, F_MINIMUM,
+    F_NEEDS_MIN, F_PHASE, F_PILE_FROZEN, F_PILE_LEN, F_STOCK_LEN, F_TURN_FLAGS, F_TURN_MELDS,
+    F_TURN_VALUE, F_WENT_OUT, HE_LAST_RED3, HE_STOCK_OUT, HE_WENT_OUT, O_CREDIT, O_HANDS, O_KNOWN,
+    O_MELDED, O_MJOK, O_MNAT, O_MTWO, O_NEW, O_OPENED, O_PILE, O_RED3, P_DRAW, P_EPISODE_GAME,
+    P_LAST_RED3, P_NPLAYERS, PH_ANSWER, PH_DRAW, PH_FINAL_MELD, PH_MELD, TF_ADDED_OLD, TF_ASKED,
+    TF_DREW, TF_MELDED_BEFORE, TF_NO, TF_TOOK, TF_YES,
+)
+from canasta_env.engine.melds import side_has_meld, side_of
+from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
+
+TAKE_PAIR, TAKE_NAT_JOKER, TAKE_NAT_TWO, TAKE_LAYOFF = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def end_hand(row, prm, how, rewards, order_buf):
+    """Score the hand; then end the episode or deal the game's next hand (C32, C33)."""
+    events = score_hand(row, prm)
+    hand_rewards(row, prm, rewards)
+    row[F_HAND_END] = how
+    if game_decision(row, prm):
+        finish_episode(row)
+        if prm[P_EPISODE_GAME]:
+            events |= EV_GAME_END
+    else:
+        events |= deal_next(row, prm, order_buf, False)
+    return events
+
+
+@njit(cache=True)
+def close_turn(row, prm):
+    """The mover's side has opened once it has melds at the end of a turn (C16, C18)."""
+    side = side_of(prm, row[F_CUR])
+    if side_has_meld(row, prm, side) and row[prm[O_OPENED] + side] == 0:
+        row[prm[O_OPENED] + side] = 1
+        return EV_OPENED
+    return 0
+
+
+@njit(cache=True)
+def next_turn(row, prm):
+    """Pass the turn to the left (C4)."""
+    start_turn(row, prm, (row[F_CUR] + 1) % prm[P_NPLAYERS])
+
+
+@njit(cache=True)
+def go_out(row, prm, rewards, order_buf):
+    """The mover has no cards left: record whether it was concealed (C30) and end the hand."""
+    p = row[F_CUR]
+    flags = row[F_TURN_FLAGS]
+    concealed = 0
+    if not (flags & (TF_MELDED_BEFORE | TF_ADDED_OLD)):
+        owner = side_of(prm, p)
+        base = owner * 13
+        for s in range(11):
+            size = (row[prm[O_MNAT] + base + s] + row[prm[O_MJOK] + base + s]
+                    + row[prm[O_MTWO] + base + s])
+            if row[prm[O_NEW] + s] and size >= 7:
+                concealed = 1
+    row[F_WENT_OUT] = p
+    row[F_CONCEALED] = concealed
+    events = EV_WENT_OUT | (EV_CONCEALED if concealed else 0) | close_turn(row, prm)
+    return events | end_hand(row, prm, HE_WENT_OUT, rewards, order_buf)
+
+
+@njit(cache=True)
+def apply_draw(row, prm, rewards, order_buf):
+    """Draw ``draw_count`` cards one at a time, red threes laid down and replaced (C7, C8, C31a)."""
+    p = row[F_CUR]
+    hand = prm[O_HANDS] + p * 15
+    events = 0
+    need = prm[P_DRAW]
+    last_red3 = False
+    while need > 0 and row[F_STOCK_LEN] > 0:
+        card = pop_stock(row, prm)
+        if card == RED_THREE:
+            row[prm[O_RED3] + p] += 1
+            events |= EV_RED3_DRAWN
+            last_red3 = True
+            continue
+        last_red3 = False
+        row[hand + card] += 1
+        need -= 1
+    row[F_TURN_FLAGS] |= TF_DREW
+    row[F_PHASE] = PH_MELD
+    if last_red3 and row[F_STOCK_LEN] == 0:
+        events |= EV_LAST_RED3
+        if prm[P_LAST_RED3] == 1:
+            events |= end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
+        else:
+            row[F_PHASE] = PH_FINAL_MELD
+    return events
+
+
+@njit(cache=True)
+def _forget(row, prm, p, kind):
+    """A card of ``kind`` left the hand: others may no longer know the player holds it."""
+    i = prm[O_KNOWN] + p * 15 + kind
+    if row[i] > 0:
+        row[i] -= 1
+
+
+@njit(cache=True)
+def _use_from_hand(row, prm, p, kind):
+    """Move one card from the mover's hand to the table, crediting the minimum (C16, C17)."""
+    row[prm[O_HANDS] + p * 15 + kind] -= 1
+    c = prm[O_CREDIT] + kind
+    if row[c] > 0:
+        row[c] -= 1
+        row[F_TURN_VALUE] += CARD_VALUES[kind]
+    _forget(row, prm, p, kind)
+
+
+@njit(cache=True)
+def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
+    """Put cards on a meld slot; returns event bits (canasta reached, pre-turn meld touched)."""
+    base = owner * 13 + slot
+    before = row[prm[O_MNAT] + base] + row[prm[O_MJOK] + base] + row[prm[O_MTWO] + base]
+    if before == 0:
+        row[prm[O_NEW] + slot] = 1
+    elif not row[prm[O_NEW] + slot]:
+        row[F_TURN_FLAGS] |= TF_ADDED_OLD
+    row[prm[O_MNAT] + base] += naturals
+    row[prm[O_MJOK] + base] += jokers
+    row[prm[O_MTWO] + base] += twos
+    after = before + naturals + jokers + twos
+    return EV_CANASTA if (slot < 11 and before < 7 <= after) else 0
+
+
+@njit(cache=True)
+def apply_take(row, prm, how):
+    """Take the discard pile (C22-C24): meld the top card, then the rest joins the hand."""
+    p = row[F_CUR]
+    owner = side_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    events = EV_PILE_TAKE
+    if row[F_PILE_FROZEN]:
+        events |= EV_FROZEN_TAKE
+    if row[F_NEEDS_MIN]:
+        events |= EV_OPEN_BY_TAKE
+    row[F_PILE_LEN] -= 1
+    top = row[prm[O_PILE] + row[F_PILE_LEN]]
+    row[F_TURN_VALUE] += CARD_VALUES[top]
+    slot = top - 4
+    if how == TAKE_PAIR:
+        _use_from_hand(row, prm, p, top)
+        _use_from_hand(row, prm, p, top)
+        events |= _add_to_slot(row, prm, owner, slot, 3, 0, 0)
+    elif how == TAKE_NAT_JOKER:
+        _use_from_hand(row, prm, p, top)
+        _use_from_hand(row, prm, p, JOKER)
+        events |= _add_to_slot(row, prm, owner, slot, 2, 1, 0)
+    elif how == TAKE_NAT_TWO:
+        _use_from_hand(row, prm, p, top)
+        _use_from_hand(row, prm, p, TWO)
+        events |= _add_to_slot(row, prm, owner, slot, 2, 0, 1)
+    else:
+        events |= EV_LAYOFF_TAKE | _add_to_slot(row, prm, owner, slot, 1, 0, 0)
+    row[prm[O_MELDED] + p] = 1
+    for k in range(15):
+        row[prm[O_CREDIT] + k] = row[hand + k]
+    for i in range(row[F_PILE_LEN]):
+        card = row[prm[O_PILE] + i]
+        if card == RED_THREE:
+            row[prm[O_RED3] + p] += 1
+        else:
+            row[hand + card] += 1
+            row[prm[O_KNOWN] + p * 15 + card] += 1
+    row[F_PILE_LEN] = 0
+    row[F_PILE_FROZEN] = 0
+    row[F_TURN_FLAGS] |= TF_TOOK
+    row[F_PHASE] = PH_MELD
+    if row[F_NEEDS_MIN] and row[F_TURN_VALUE] >= row[F_MINIMUM]:
+        events |= EV_OPENED
+    return events
+
+
+@njit(cache=True)
+def meld_cards(action):
+    """(slot, naturals, jokers, twos) that a meld action moves from hand to table."""
+    if action < A.MELD_NNJ:
+        return action - A.MELD_NNN, 3, 0, 0
+    if action < A.MELD_NN2:
+        return action - A.MELD_NNJ, 2, 1, 0
+    if action < A.ADD_NATURAL:
+        return action - A.MELD_NN2, 2, 0, 1
+    if action < A.ADD_JOKER:
+        return action - A.ADD_NATURAL, 1, 0, 0
+    if action < A.ADD_TWO:
+        return action - A.ADD_JOKER, 0, 1, 0
+    return action - A.ADD_TWO, 0, 0, 1
+
+
+@njit(cache=True)
+def place_meld(row, prm, action):
+    """Move the cards of a meld action from the mover's hand to the table (no turn end)."""
+    p = row[F_CUR]
+    slot, naturals, jokers, twos = meld_cards(action)
+    kind = slot + 4 if slot < 11 else BLACK_THREE
+    for _ in range(naturals):
+        _use_from_hand(row, prm, p, kind)
+    for _ in range(jokers):
+        _use_from_hand(row, prm, p, JOKER)
+    for _ in range(twos):
+        _use_from_hand(row, prm, p, TWO)
+    row[prm[O_MELDED] + p] = 1
+    row[F_TURN_MELDS] += 1
+    events = _add_to_slot(row, prm, side_of(prm, p), slot, naturals, jokers, twos)
+    return events | (EV_BLACK3_MELD if slot == 12 and naturals == 3 else 0)
+
+
+@njit(cache=True)
+def hand_size(row, prm, p):
+    """Cards in player ``p``'s hand."""
+    total = 0
+    base = prm[O_HANDS] + p * 15
+    for k in range(15):
+        total += row[base + k]
+    return total
+
+
+@njit(cache=True)
+def apply_meld(row, prm, action, rewards, order_buf):
+    """A meld action; melding the last card goes out (C28)."""
+    was_short = row[F_NEEDS_MIN] and row[F_TURN_VALUE] < row[F_MINIMUM]
+    events = place_meld(row, prm, action)
+    if was_short and row[F_TURN_VALUE] >= row[F_MINIMUM]:
+        events |= EV_OPENED
+    if hand_size(row, prm, row[F_CUR]) == 0:
+        events |= go_out(row, prm, rewards, order_buf)
+    return events
+
+
+@njit(cache=True)
+def apply_discard(row, prm, kind, rewards, order_buf):
+    """Discard a card (C27): the turn ends, or the hand if it was the last card (C28)."""
+    p = row[F_CUR]
+    row[prm[O_HANDS] + p * 15 + kind] -= 1
+    _forget(row, prm, p, kind)
+    push_pile(row, prm, kind)
+    events = 0
+    if kind == JOKER or kind == TWO:
+        row[F_PILE_FROZEN] = 1
+    elif kind == BLACK_THREE:
+        events |= EV_STOP_CARD
+    if hand_size(row, prm, p) == 0:
+        return events | go_out(row, prm, rewards, order_buf)
+    events |= close_turn(row, prm)
+    next_turn(row, prm)
+    return events
+
+
+@njit(cache=True)
+def apply_action(row, prm, action, rewards, order_buf):
+    """Apply one legal action to a live row; returns event bits."""
+    if action == A.DRAW_STOCK:
+        return apply_draw(row, prm, rewards, order_buf)
+    if action == A.END_HAND:
+        if row[F_PHASE] == PH_DRAW:
+            return EV_STOCK_OUT_END | end_hand(row, prm, HE_STOCK_OUT, rewards, order_buf)
+        return close_turn(row, prm) | end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
+    if action <= A.TAKE_PILE_LAYOFF:
+        events = apply_take(row, prm, action - A.TAKE_PILE_PAIR)
+        if hand_size(row, prm, row[F_CUR]) == 0:  # the take melded the last cards: going out
+            events |= go_out(row, prm, rewards, order_buf)
+        return events
+    if action < A.MELD_WILD:
+        return apply_meld(row, prm, action, rewards, order_buf)
+    if A.DISCARD <= action < A.ASK_PARTNER:
+        return apply_discard(row, prm, action - A.DISCARD, rewards, order_buf)
+    if action == A.ASK_PARTNER:
+        row[F_TURN_FLAGS] |= TF_ASKED
+        row[F_ASKER] = row[F_CUR]
+        row[F_CUR] = (row[F_CUR] + 2) % prm[P_NPLAYERS]
+        row[F_PHASE] = PH_ANSWER
+        return EV_ASK
+    if action == A.ANSWER_YES or action == A.ANSWER_NO:
+        row[F_TURN_FLAGS] |= TF_YES if action == A.ANSWER_YES else TF_NO
+        row[F_CUR] = row[F_ASKER]
+        row[F_PHASE] = PH_MELD
+        return 0
+    return 0
+
+
+_UNUSED = (PH_DRAW, EV_STOP_CARD)

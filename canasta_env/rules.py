@@ -1,0 +1,299 @@
+"""The rule set: one frozen description of a Canasta variant, and its YAML loader.
+
+Every option of RULES.md section 9 is a field whose default is classic Canasta; a preset in
+``canasta_env/presets/*.yaml`` holds only its differences. Variants are data, never subclasses.
+Fields left ``None`` are derived from the table size (``hand_size``, ``draw_count``,
+``go_out_requires``, ``partnerships``); ``resolved()`` fills them in.
+
+The engine receives a resolved ``RuleSet`` and never imports PyYAML; this module is the only place
+that reads rules files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "upcard_policy": ("cover_and_freeze", "keep"),
+    "red3_negative_if": ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never"),
+    "meld_ownership": ("side", "player"),
+    "reserve_pickup": ("none", "after_turn", "immediate"),
+    "last_card_red3": ("may_meld_no_discard", "end_immediately"),
+    "exhausted_stock_take": ("forced_if_layoff", "forced_if_legal", "optional"),
+    "seven_discard_rule": ("none", "until_all_players", "until_each_side"),
+    "tie_rule": ("extra_hand", "draw"),
+}
+
+# Values the engine implements today; the loader refuses the others with a clear message instead of
+# playing a different game silently (the variants issue lifts these).
+SUPPORTED: dict[str, tuple[Any, ...]] = {
+    "reserve_pickup": ("none",),
+    "seven_discard_rule": ("none",),
+    "meld_ownership": ("side",),
+    "red3_negative_if": ("no_meld", "no_canasta", "never"),
+}
+
+DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
+    (None, 15), (0, 50), (1500, 90), (3000, 120)
+)
+
+
+class RulesError(ValueError):
+    """A rules option or file is invalid; the message names the key and the source."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """A Canasta variant. Defaults are classic Canasta as RULES.md specifies it.
+
+    Each field names the rule id it serves; see RULES.md section 9 for the option table.
+    """
+
+    name: str = "classic"
+    num_players: int = 4  # C4
+    partnerships: bool | None = None  # C0: None -> partners opposite at 4 players
+    packs: int = 2  # C1
+    jokers: int = 4  # C1
+    hand_size: int | None = None  # C4: None -> 15 / 13 / 11 for 2 / 3 / 4 players
+    reserve_size: int = 0  # R1, P1 (kitty / foot)
+    reserve_pickup: str = "none"  # R4, P3
+    draw_count: int | None = None  # C7: None -> 2 with 2 players, else 1
+    upcard_policy: str = "cover_and_freeze"  # C5
+    red3_negative_if: str = "no_meld"  # C10
+    red3_bonus: int = 100  # C10
+    red3_all_bonus: int = 800  # C10: 0 means no all-threes bonus
+    min_naturals: int = 2  # C13
+    max_wilds: int = 3  # C13
+    wild_le_naturals: bool = True  # C13
+    allow_wild_on_natural_canasta: bool = True  # C15
+    meld_ownership: str = "side"  # C14, G2
+    max_meld_size: int | None = None  # R2, P2
+    natural_canasta_bonus: int = 500  # C15
+    mixed_canasta_bonus: int = 300  # C15
+    initial_meld_table: tuple[tuple[int | None, int], ...] = DEFAULT_MELD_TABLE  # C16
+    go_out_requires: int | None = None  # C28: canastas needed; None -> 2 with 2 players, else 1
+    go_out_needs_discard: bool = False  # C28, R8
+    go_out_bonus: int = 100  # C32
+    concealed_bonus: int = 200  # C30
+    ask_partner: bool = False  # C29
+    concealed_requires_minimum: bool = False  # C30
+    pile_take_requires_opened_side: bool = False  # C23
+    forbid_single_card_pile_take: bool = True  # C25
+    last_card_red3: str = "may_meld_no_discard"  # C31
+    exhausted_stock_take: str = "forced_if_layoff"  # C31
+    seven_discard_rule: str = "none"  # R5, P4
+    target_score: int = 5000  # C33
+    tie_rule: str = "extra_hand"  # C33
+    max_hands: int = 100  # C33 guard, reported as truncation
+    max_steps_per_hand: int = 4000  # C31 guard, reported as truncation
+
+    def __post_init__(self) -> None:
+        _validate(self, "<RuleSet>")
+
+    @property
+    def num_sides(self) -> int:
+        """Number of scoring sides (partnerships or single players)."""
+        return self.num_players // 2 if self.resolved().partnerships else self.num_players
+
+    @property
+    def deck_size(self) -> int:
+        """Cards in play: 52 per pack plus jokers."""
+        return 52 * self.packs + self.jokers
+
+    def resolved(self) -> RuleSet:
+        """Return a copy with every table-size default filled in."""
+        n = self.num_players
+        updates: dict[str, Any] = {}
+        if self.partnerships is None:
+            updates["partnerships"] = n == 4
+        if self.hand_size is None:
+            updates["hand_size"] = {2: 15, 3: 13, 4: 11}.get(n, 11)
+        if self.draw_count is None:
+            updates["draw_count"] = 2 if n == 2 else 1
+        if self.go_out_requires is None:
+            updates["go_out_requires"] = 2 if n == 2 else 1
+        return dataclasses.replace(self, **updates) if updates else self
+
+    def minimum_for(self, score: int) -> int:
+        """Initial-meld minimum (C16) for a side whose cumulative score is ``score``."""
+        need = self.initial_meld_table[0][1]
+        for lower, minimum in self.initial_meld_table:
+            if lower is None or score >= lower:
+                need = minimum
+        return need
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (for checkpoints and records); round-trips through ``from_dict``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["initial_meld_table"] = [list(row) for row in self.initial_meld_table]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "<dict>") -> RuleSet:
+        """Build a rule set from plain data, refusing unknown keys and bad values."""
+        if not isinstance(data, dict):
+            raise RulesError(
+                f"{source}: expected a mapping of rule options, got {type(data).__name__}"
+            )
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known, key=str)  # YAML keys need not be strings
+        if unknown:
+            raise RulesError(
+                f"{source}: unknown rule option(s) {', '.join(map(repr, unknown))}; "
+                f"known options: {', '.join(sorted(known))}"
+            )
+        kwargs = dict(data)
+        if "initial_meld_table" in kwargs:
+            kwargs["initial_meld_table"] = _parse_table(kwargs["initial_meld_table"], source)
+        try:
+            return cls(**kwargs)
+        except RulesError as exc:
+            raise RulesError(str(exc).replace("<RuleSet>", source, 1)) from None
+
+
+def _parse_table(value: Any, source: str) -> tuple[tuple[int | None, int], ...]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise RulesError(
+            f"{source}: 'initial_meld_table' must be a non-empty list of [lower, minimum]"
+        )
+    rows = []
+    for row in value:
+        if not isinstance(row, (list, tuple)) or len(row) != 2:
+            raise RulesError(f"{source}: 'initial_meld_table' row {row!r} is not [lower, minimum]")
+        lower, minimum = row
+        if lower is not None and (not isinstance(lower, int) or isinstance(lower, bool)):
+            raise RulesError(
+                f"{source}: 'initial_meld_table' lower bound {lower!r} is not an int or null"
+            )
+        if not isinstance(minimum, int) or isinstance(minimum, bool) or minimum < 0:
+            raise RulesError(
+                f"{source}: 'initial_meld_table' minimum {minimum!r} is not an int >= 0"
+            )
+        rows.append((lower, minimum))
+    return tuple(rows)
+
+
+def _check(cond: bool, source: str, key: str, value: Any, what: str) -> None:
+    if not cond:
+        raise RulesError(f"{source}: option {key!r} = {value!r} is invalid: {what}")
+
+
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "num_players": (2, 4),
+    "packs": (1, 12),
+    "jokers": (0, 24),
+    "reserve_size": (0, 0),
+    "red3_bonus": (0, 10_000),
+    "red3_all_bonus": (0, 10_000),
+    "min_naturals": (1, 3),
+    "max_wilds": (0, 7),
+    "natural_canasta_bonus": (0, 10_000),
+    "mixed_canasta_bonus": (0, 10_000),
+    "go_out_bonus": (0, 10_000),
+    "concealed_bonus": (0, 10_000),
+    "target_score": (1, 1_000_000),
+    "max_hands": (1, 10_000),
+    "max_steps_per_hand": (100, 1_000_000),
+}
+_OPTIONAL_INT_RANGES: dict[str, tuple[int, int]] = {
+    "hand_size": (1, 20),
+    "draw_count": (1, 2),
+    "go_out_requires": (0, 4),
+    "max_meld_size": (7, 7),
+}
+_BOOLS = (
+    "wild_le_naturals", "allow_wild_on_natural_canasta", "go_out_needs_discard", "ask_partner",
+    "concealed_requires_minimum", "pile_take_requires_opened_side", "forbid_single_card_pile_take",
+)
+
+
+def _validate(r: RuleSet, source: str) -> None:
+    for key, (lo, hi) in _INT_RANGES.items():
+        v = getattr(r, key)
+        _check(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi, source, key, v,
+               f"expected an integer in [{lo}, {hi}]")
+    for key, (lo, hi) in _OPTIONAL_INT_RANGES.items():
+        v = getattr(r, key)
+        _check(v is None or (isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi),
+               source, key, v, f"expected null or an integer in [{lo}, {hi}]")
+    for key in _BOOLS:
+        v = getattr(r, key)
+        _check(isinstance(v, bool), source, key, v, "expected true or false")
+    _check(r.partnerships is None or isinstance(r.partnerships, bool), source, "partnerships",
+           r.partnerships, "expected null, true or false")
+    _check(isinstance(r.name, str) and bool(r.name), source, "name", r.name,
+           "expected a non-empty string")
+    for key, choices in CHOICES.items():
+        v = getattr(r, key)
+        _check(v in choices, source, key, v, f"expected one of {', '.join(choices)}")
+        supported = SUPPORTED.get(key)
+        _check(supported is None or v in supported, source, key, v,
+               f"not implemented yet; supported: {', '.join(map(str, supported or ()))}")
+    if r.partnerships:
+        _check(r.num_players in (4,), source, "partnerships", r.partnerships,
+               "partnerships need 4 players")
+    if r.ask_partner:
+        _check(bool(r.partnerships) or (r.partnerships is None and r.num_players == 4), source,
+               "ask_partner", r.ask_partner, "asking a partner needs a partnership game")
+    table = r.initial_meld_table
+    _check(isinstance(table, tuple) and len(table) > 0 and table[0][0] is None, source,
+           "initial_meld_table", table, "the first row's lower bound must be null (minus infinity)")
+    lowers = [lo for lo, _ in table[1:]]
+    ints = [x for x in lowers if isinstance(x, int)]
+    _check(len(ints) == len(lowers) and ints == sorted(ints), source,
+           "initial_meld_table", table, "lower bounds must be increasing integers")
+    hand = r.hand_size if r.hand_size is not None else {2: 15, 3: 13, 4: 11}.get(r.num_players, 11)
+    _check(hand * r.num_players + r.reserve_size * r.num_players < 52 * r.packs + r.jokers - 10,
+           source, "hand_size", r.hand_size, "the deal does not leave a stock")
+
+
+def preset_names() -> list[str]:
+    """Names of the rule presets shipped with the package."""
+    files = resources.files("canasta_env") / "presets"
+    return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) -> RuleSet:
+    """Resolve a rule set from a preset name, a YAML file, a dict or a ``RuleSet``.
+
+    ``overrides`` replace single options (validated like file keys). Unknown keys and bad values
+    raise ``RulesError`` naming the key and the file.
+    """
+    if isinstance(spec, RuleSet):
+        base, source = spec.to_dict(), f"<RuleSet {spec.name}>"
+    elif isinstance(spec, dict):
+        base, source = dict(spec), "<dict>"
+    else:
+        base, source = _read_yaml(spec)
+    base.update(overrides)
+    if overrides:
+        source += f" with overrides {sorted(overrides)}"
+    return RuleSet.from_dict(base, source).resolved()
+
+
+def _read_yaml(spec: str | Path) -> tuple[dict[str, Any], str]:
+    import yaml
+
+    text_path = Path(spec)
+    if text_path.suffix in (".yaml", ".yml") or text_path.exists():
+        if not text_path.exists():
+            raise RulesError(f"{text_path}: rules file not found")
+        text, source = text_path.read_text(), str(text_path)
+    else:
+        name = str(spec)
+        res = resources.files("canasta_env") / "presets" / f"{name}.yaml"
+        if not res.is_file():
+            raise RulesError(f"unknown rules preset {name!r}; presets: {', '.join(preset_names())}")
+        text, source = res.read_text(), f"preset {name} ({name}.yaml)"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise RulesError(f"{source}: not valid YAML: {exc}") from exc
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise RulesError(f"{source}: expected a mapping of rule options at the top level")
+    return data, source
