@@ -30,11 +30,11 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS, action_index, action_name  # noqa: E402
 from canasta_env.engine.core import (  # noqa: E402
     DealId, ExplicitDeal, IllegalActionError, State, StepResult, clone, explicit_deal, init,
-    init_from_deals, raise_illegal, reset_rows, step, step_one,
+    init_from_deals, observe, raise_illegal, reset_rows, step, step_one,
 )
 
 __all__ = [
     "ACTION_NAMES", "NUM_ACTIONS", "DealId", "ExplicitDeal", "IllegalActionError", "State",
     "StepResult", "action_index", "action_name", "clone", "explicit_deal", "init",
-    "init_from_deals", "raise_illegal", "reset_rows", "step", "step_one",
+    "init_from_deals", "observe", "raise_illegal", "reset_rows", "step", "step_one",
 ]

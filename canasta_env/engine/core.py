@@ -340,6 +340,18 @@ def raise_illegal(state: State, b: int, action: int) -> None:
     raise IllegalActionError(f"row {b}: action {action} ({name}) is not legal; legal: {legal}")
 
 
+def observe(state: State, players: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """Observations ``(B, D)`` of each row from seat ``players[b]`` (observe.py lists the pieces)."""
+    from canasta_env.engine.observe import obs_dim, observe_kernel
+
+    seats = np.broadcast_to(np.asarray(players, dtype=np.int64), (state.num_games,))
+    if np.any((seats < 0) | (seats >= state.num_players)):
+        raise ValueError(f"players must be seats in [0, {state.num_players})")
+    out = np.empty((state.num_games, obs_dim(state.params)), dtype=np.float32)
+    observe_kernel(state.data, state.params, np.ascontiguousarray(seats), out)
+    return out
+
+
 def clone(state: State, rows: npt.ArrayLike | None = None) -> State:
     """A deep copy of the state, or of the listed rows only."""
     if rows is None:

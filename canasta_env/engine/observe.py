@@ -1,0 +1,189 @@
+"""Observations: what one player may know, as a flat float32 vector relative to that player.
+
+Every piece is declared once in ``pieces(params)`` as ``(name, shape, low, high, scale)``; the
+kernel writes the pieces in that order. Seats are relative (own seat first, then the others in turn
+order from the next player) and sides likewise (own side first), so one policy can play any seat.
+Never included: the stock order, other players' unknown cards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.deal import minimum_for
+from canasta_env.engine.layout import (
+    F_CUR, F_DEALER, F_MAX_KIND, F_MINIMUM, F_NEEDS_MIN, F_PHASE, F_PILE_FROZEN, F_PILE_LEN,
+    F_STOCK_LEN, F_TURN_FLAGS, F_TURN_VALUE, O_CREDIT, O_HANDS, O_KNOWN, O_MJOK, O_MNAT, O_MTWO,
+    O_NEW, O_OPENED, O_PILE, O_RED3, O_SCORE, P_DECK, P_JOKERS, P_MTAB_MIN, P_MTAB_N,
+    P_NPLAYERS, P_NSIDES, P_PACKS, P_TARGET,
+)
+
+SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
+NUM_PHASES = 5
+NUM_TURN_FLAGS = 5
+
+
+class Piece(NamedTuple):
+    name: str
+    shape: tuple[int, ...]
+    low: float
+    high: float
+    scale: str  # what a stored 1.0 means
+
+
+def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
+    """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
+    n, s = int(params[P_NPLAYERS]), int(params[P_NSIDES])
+    return [
+        Piece("hand", (15,), 0, 1, "count / deck count of the kind"),
+        Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
+        Piece("known", (n - 1, 15), 0, 1, "cards others are known to hold / deck count"),
+        Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first"),
+        Piece("melds", (s, 13, 3), 0, 1, "naturals, jokers, twos per slot / deck count"),
+        Piece("opened", (s,), 0, 1, "side has opened"),
+        Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped"),
+        Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum"),
+        Piece("pile_top", (16,), 0, 1, "one-hot kind of the top card, last = empty pile"),
+        Piece("pile_counts", (15,), 0, 1, "cards in the pile / deck count"),
+        Piece("pile_size", (1,), 0, 1, "cards / deck size"),
+        Piece("pile_frozen", (2,), 0, 1, "frozen for all (wild inside); frozen for own side"),
+        Piece("stock_size", (1,), 0, 1, "cards / deck size"),
+        Piece("to_move", (n,), 0, 1, "one-hot seat to move, relative"),
+        Piece("dealer", (n,), 0, 1, "one-hot dealer, relative"),
+        Piece("phase", (NUM_PHASES,), 0, 1, "one-hot turn phase (layout.PHASE_NAMES)"),
+        Piece("turn", (3 + NUM_TURN_FLAGS,), 0, 1,
+              "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
+              "yes, no"),
+        Piece("new_this_turn", (13,), 0, 1, "slots the mover started this turn"),
+    ]
+
+
+def obs_dim(params: npt.NDArray[np.int32]) -> int:
+    """Length D of the observation vector."""
+    return sum(int(np.prod(p.shape)) for p in pieces(params))
+
+
+def bounds(params: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Elementwise low and high of the observation Box."""
+    lows, highs = [], []
+    for p in pieces(params):
+        size = int(np.prod(p.shape))
+        lows.append(np.full(size, p.low, np.float32))
+        highs.append(np.full(size, p.high, np.float32))
+    return np.concatenate(lows), np.concatenate(highs)
+
+
+def views(obs: npt.NDArray[np.float32], params: npt.NDArray[np.int32]) -> dict[str, np.ndarray]:
+    """Named views of a batch of observations ``(B, D)``: ``{name: (B, *shape)}``."""
+    out, pos = {}, 0
+    for p in pieces(params):
+        size = int(np.prod(p.shape))
+        out[p.name] = obs[..., pos: pos + size].reshape(*obs.shape[:-1], *p.shape)
+        pos += size
+    return out
+
+
+def layout_hash(params: npt.NDArray[np.int32]) -> str:
+    """Hash of the declared pieces and of the action layout (stored with checkpoints)."""
+    text = repr([tuple(p) for p in pieces(params)]) + repr(ACTION_NAMES)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@njit(cache=True)
+def _encode(row, prm, me, out):
+    n, sides = prm[P_NPLAYERS], prm[P_NSIDES]
+    deck = float(prm[P_DECK])
+    maxk = float(max(row[F_MAX_KIND], 1))
+    my_side = me % sides
+    pos = 0
+    hand = prm[O_HANDS] + me * 15
+    for k in range(15):
+        out[pos + k] = row[hand + k] / maxk
+    pos += 15
+    for j in range(n):
+        p = (me + j) % n
+        t = 0
+        for k in range(15):
+            t += row[prm[O_HANDS] + p * 15 + k]
+        out[pos + j] = t / deck
+    pos += n
+    for j in range(1, n):
+        p = (me + j) % n
+        for k in range(15):
+            out[pos + k] = row[prm[O_KNOWN] + p * 15 + k] / maxk
+        pos += 15
+    red3_total = float(2 * prm[P_PACKS])
+    for j in range(sides):
+        side = (my_side + j) % sides
+        t = 0
+        for p in range(n):
+            if p % sides == side:
+                t += row[prm[O_RED3] + p]
+        out[pos + j] = t / red3_total
+    pos += sides
+    for j in range(sides):
+        base = ((my_side + j) % sides) * 13
+        for s in range(13):
+            out[pos] = row[prm[O_MNAT] + base + s] / maxk
+            out[pos + 1] = row[prm[O_MJOK] + base + s] / max(prm[P_JOKERS], 1)
+            out[pos + 2] = row[prm[O_MTWO] + base + s] / maxk
+            pos += 3
+    top_min = float(max(prm[P_MTAB_MIN + prm[P_MTAB_N] - 1], 1))
+    for j in range(sides):
+        side = (my_side + j) % sides
+        out[pos + j] = row[prm[O_OPENED] + side]
+        score = row[prm[O_SCORE] + side] / float(prm[P_TARGET])
+        out[pos + sides + j] = min(max(score, -4.0), 4.0)
+        out[pos + 2 * sides + j] = minimum_for(prm, row[prm[O_SCORE] + side]) / top_min
+    pos += 3 * sides
+    plen = row[F_PILE_LEN]
+    out[pos: pos + 16] = 0.0
+    out[pos + (row[prm[O_PILE] + plen - 1] if plen > 0 else 15)] = 1.0
+    pos += 16
+    out[pos: pos + 15] = 0.0
+    for i in range(plen):
+        out[pos + row[prm[O_PILE] + i]] += 1.0 / maxk
+    pos += 15
+    out[pos] = plen / deck
+    out[pos + 1] = row[F_PILE_FROZEN]
+    out[pos + 2] = 1.0 if (row[F_PILE_FROZEN] or not row[prm[O_OPENED] + my_side]) else 0.0
+    out[pos + 3] = row[F_STOCK_LEN] / deck
+    pos += 4
+    out[pos: pos + 2 * n] = 0.0
+    out[pos + (row[F_CUR] - me) % n] = 1.0
+    out[pos + n + (row[F_DEALER] - me) % n] = 1.0
+    pos += 2 * n
+    out[pos: pos + 5] = 0.0
+    out[pos + min(row[F_PHASE], 4)] = 1.0
+    pos += 5
+    mover_side = row[F_CUR] % sides
+    out[pos: pos + 8] = 0.0
+    if mover_side == my_side:
+        minimum = max(row[F_MINIMUM], 1)
+        out[pos] = min(row[F_TURN_VALUE] / minimum, 1.0)
+        out[pos + 1] = row[F_NEEDS_MIN]
+        credit = 0
+        for k in range(15):
+            credit += min(row[prm[O_CREDIT] + k], row[prm[O_HANDS] + row[F_CUR] * 15 + k])
+        out[pos + 2] = min(credit / maxk / 15.0, 1.0)
+        flags = row[F_TURN_FLAGS]
+        for i in range(NUM_TURN_FLAGS):
+            out[pos + 3 + i] = 1.0 if flags & (1 << i) else 0.0
+    pos += 8
+    for s in range(13):
+        out[pos + s] = row[prm[O_NEW] + s] if mover_side == my_side else 0.0
+    pos += 13
+    return pos
+
+
+@njit(cache=True)
+def observe_kernel(data, prm, players, out):
+    """Encode row b from seat ``players[b]``'s view into ``out[b]``."""
+    for b in range(data.shape[0]):
+        _encode(data[b], prm, players[b], out[b])
