@@ -4,8 +4,8 @@ Cards are written as kind tokens separated by spaces: ``JK 2 R3 B3 4 5 6 7 8 9 T
 (``10`` is accepted for ``T``). A meld is the string of its cards (``"K K K JK"``); its natural
 rank decides its slot. Cards the description does not place go to the stock **below** any
 ``stock_top`` cards, in kind order with jokers at the bottom (so, with no ``stock_top``, the next
-cards drawn are aces, then kings, ...), or with ``rest="pile"`` under the described pile. A description that needs more cards of a kind than the deck
-holds is refused.
+cards drawn are aces, then kings, ...), or with ``rest="pile"`` under the described pile. A
+description that needs more cards of a kind than the deck holds is refused.
 
 Example::
 
@@ -21,14 +21,35 @@ import numpy as np
 
 from canasta_env.engine import State
 from canasta_env.engine.cards import (
-    BLACK_THREE, JOKER, KIND_BY_NAME, NUM_KINDS, RED_THREE, TWO,
+    BLACK_THREE,
+    JOKER,
+    KIND_BY_NAME,
+    NUM_KINDS,
+    RED_THREE,
+    TWO,
 )
 from canasta_env.engine.core import _new_state
 from canasta_env.engine.deal import start_turn
 from canasta_env.engine.layout import (
-    F_DEALER, F_MAX_KIND, F_PHASE, F_PILE_FROZEN, F_PILE_LEN, F_STATUS, F_STOCK_LEN, F_TURN_FLAGS,
-    F_TURN_VALUE, O_CREDIT, O_DECKCOUNT, O_NEW, O_PILE, O_STOCK, PHASE_NAMES, ST_LIVE, TF_DREW,
-    TF_TOOK, deck_counts,
+    F_DEALER,
+    F_MAX_KIND,
+    F_PHASE,
+    F_PILE_FROZEN,
+    F_PILE_LEN,
+    F_STATUS,
+    F_STOCK_LEN,
+    F_TURN_FLAGS,
+    F_TURN_VALUE,
+    O_CREDIT,
+    O_DECKCOUNT,
+    O_NEW,
+    O_PILE,
+    O_STOCK,
+    PHASE_NAMES,
+    ST_LIVE,
+    TF_DREW,
+    TF_TOOK,
+    deck_counts,
 )
 from canasta_env.rules import RuleSet, load_rules
 

@@ -29,8 +29,20 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS, action_index, action_name  # noqa: E402
 from canasta_env.engine.core import (  # noqa: E402
-    DealId, ExplicitDeal, IllegalActionError, State, StepResult, clone, explicit_deal, init,
-    init_from_deals, observe, raise_illegal, reset_rows, step, step_one,
+    DealId,
+    ExplicitDeal,
+    IllegalActionError,
+    State,
+    StepResult,
+    clone,
+    explicit_deal,
+    init,
+    init_from_deals,
+    observe,
+    raise_illegal,
+    reset_rows,
+    step,
+    step_one,
 )
 
 __all__ = [

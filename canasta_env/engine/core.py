@@ -17,10 +17,49 @@ from canasta_env.engine import kernels
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
 from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
 from canasta_env.engine.layout import (
-    F_CUR, F_DEAL_INDEX, F_DEAL_ROW, F_DEALER, F_GAME_RESULT, F_HAND_END, F_HAND_NO, F_PHASE,
-    F_PILE_LEN, F_SEED_HI, F_SEED_LO, F_STATUS, F_STOCK_LEN, F_TRUNC, NUM_PARTS, O_HANDS, O_HSCORE,
-    O_KNOWN, O_MELDED, O_MJOK, O_MNAT, O_MTWO, O_OPENED, O_PARTS, O_PILE, O_RED3, O_SCORE, O_STOCK,
-    P_DECK, P_NPLAYERS, P_NSIDES, P_WIDTH, ST_DONE, pack_params,
+    F_ASKER,
+    F_CUR,
+    F_DEAL_INDEX,
+    F_DEAL_ROW,
+    F_DEALER,
+    F_GAME_RESULT,
+    F_HAND_END,
+    F_HAND_NO,
+    F_MINIMUM,
+    F_NEEDS_MIN,
+    F_PHASE,
+    F_PILE_FROZEN,
+    F_PILE_LEN,
+    F_SEED_HI,
+    F_SEED_LO,
+    F_STATUS,
+    F_STEPS,
+    F_STOCK_LEN,
+    F_TRUNC,
+    F_TURN_FLAGS,
+    F_TURN_VALUE,
+    NUM_PARTS,
+    O_CREDIT,
+    O_HANDS,
+    O_HSCORE,
+    O_KNOWN,
+    O_MELDED,
+    O_MJOK,
+    O_MNAT,
+    O_MTWO,
+    O_NEW,
+    O_OPENED,
+    O_PARTS,
+    O_PILE,
+    O_RED3,
+    O_SCORE,
+    O_STOCK,
+    P_DECK,
+    P_NPLAYERS,
+    P_NSIDES,
+    P_WIDTH,
+    ST_DONE,
+    pack_params,
 )
 from canasta_env.rules import RuleSet, load_rules
 
@@ -100,6 +139,25 @@ class State:
     pile_size = property(lambda self: self._field(F_PILE_LEN))
     game_result = property(lambda self: self._field(F_GAME_RESULT))  # winning side, -1 draw
     hand_end = property(lambda self: self._field(F_HAND_END))  # layout.HE_*
+
+    turn_value = property(lambda self: self._field(F_TURN_VALUE))  # (B,) value toward the minimum
+    turn_flags = property(lambda self: self._field(F_TURN_FLAGS))  # (B,) layout.TF_* bits
+    minimum = property(lambda self: self._field(F_MINIMUM))  # (B,) minimum of the mover's side
+    needs_minimum = property(lambda self: self._field(F_NEEDS_MIN))  # (B,) side unopened at turn start
+    pile_frozen = property(lambda self: self._field(F_PILE_FROZEN))  # (B,) a wild lies in the pile
+    asker = property(lambda self: self._field(F_ASKER))  # (B,) seat that asked its partner (C29)
+    decisions = property(lambda self: self._field(F_STEPS))  # (B,) decisions in this hand
+
+    @property
+    def credit(self) -> npt.NDArray[np.int32]:
+        """(B, 15) cards of each kind whose melding still counts toward the minimum this turn
+        (large when no pile was taken: every card counts)."""
+        return self._block(O_CREDIT, NUM_KINDS)
+
+    @property
+    def new_this_turn(self) -> npt.NDArray[np.int32]:
+        """(B, 13) meld slots the mover's side started this turn."""
+        return self._block(O_NEW, NUM_SLOTS)
 
     @property
     def terminated(self) -> npt.NDArray[np.bool_]:

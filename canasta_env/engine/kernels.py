@@ -12,8 +12,22 @@ from numba import njit
 from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.deal import deal_from_order, deal_next
 from canasta_env.engine.layout import (
-    F_DEAL_INDEX, F_DEAL_ROW, F_HAND_END, F_HAND_NO, O_CREDIT, O_SCORE, F_SEED_HI, F_SEED_LO, F_STATUS, F_STEPS, F_TRUNC,
-    HE_STEP_CAP, P_DECK, P_MAX_STEPS, P_WIDTH, ST_LIVE,
+    F_DEAL_INDEX,
+    F_DEAL_ROW,
+    F_HAND_END,
+    F_HAND_NO,
+    F_SEED_HI,
+    F_SEED_LO,
+    F_STATUS,
+    F_STEPS,
+    F_TRUNC,
+    HE_STEP_CAP,
+    O_CREDIT,
+    O_SCORE,
+    P_DECK,
+    P_MAX_STEPS,
+    P_WIDTH,
+    ST_LIVE,
 )
 from canasta_env.engine.mask import fill_mask
 from canasta_env.engine.score import finish_episode

@@ -11,17 +11,58 @@ from numba import njit
 from canasta_env.engine import actions as A
 from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, TWO
 from canasta_env.engine.layout import (
-    F_ASKER, F_CUR, F_NEEDS_MIN, F_PHASE, F_PILE_FROZEN, F_PILE_LEN, F_STATUS, F_STOCK_LEN,
-    F_TURN_FLAGS, F_TURN_MELDS, F_TURN_VALUE, O_CREDIT, O_HANDS, O_MJOK, O_MNAT, O_MTWO, O_NEW, O_OPENED,
-    O_PILE, P_ASK, P_EXH, P_FORBID_SINGLE, P_PARTNERS, P_PILE_REQ_OPEN, P_WIDTH, PH_ANSWER,
-    PH_DRAW, PH_FINAL_MELD, PH_MELD, ST_LIVE, TF_ASKED, TF_NO, TF_YES,
+    F_ASKER,
+    F_CUR,
+    F_PHASE,
+    F_PILE_FROZEN,
+    F_PILE_LEN,
+    F_STATUS,
+    F_STOCK_LEN,
+    F_TURN_FLAGS,
+    F_TURN_MELDS,
+    F_TURN_VALUE,
+    O_CREDIT,
+    O_HANDS,
+    O_MJOK,
+    O_MNAT,
+    O_MTWO,
+    O_NEW,
+    O_OPENED,
+    O_PILE,
+    P_ASK,
+    P_EXH,
+    P_FORBID_SINGLE,
+    P_PARTNERS,
+    P_PILE_REQ_OPEN,
+    P_WIDTH,
+    PH_ANSWER,
+    PH_DRAW,
+    PH_FINAL_MELD,
+    PH_MELD,
+    ST_LIVE,
+    TF_ASKED,
+    TF_NO,
+    TF_YES,
 )
 from canasta_env.engine.melds import (
-    _meld_everything, discard_path_ok, go_out_ok, go_out_value_needed, minimum_shortfall, side_of, turn_finishable,
+    _meld_everything,
+    discard_path_ok,
+    go_out_ok,
+    go_out_value_needed,
+    minimum_shortfall,
+    side_of,
+    turn_finishable,
     wild_room,
 )
-from canasta_env.engine.turn import TAKE_LAYOFF, TAKE_NAT_JOKER, TAKE_NAT_TWO, TAKE_PAIR
-from canasta_env.engine.turn import apply_take, hand_size, place_meld
+from canasta_env.engine.turn import (
+    TAKE_LAYOFF,
+    TAKE_NAT_JOKER,
+    TAKE_NAT_TWO,
+    TAKE_PAIR,
+    apply_take,
+    hand_size,
+    place_meld,
+)
 
 EXH_LAYOFF, EXH_LEGAL = 0, 1
 

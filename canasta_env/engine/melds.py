@@ -24,8 +24,24 @@ from numba import njit
 
 from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, TWO
 from canasta_env.engine.layout import (
-    F_CUR, F_MINIMUM, F_NEEDS_MIN, F_TURN_FLAGS, F_TURN_VALUE, O_CREDIT, O_HANDS, O_MJOK, O_MNAT,
-    O_MTWO, P_CONC_MIN, P_GO_REQ, P_MAX_WILD, P_NSIDES, P_WLE, TF_NO, TF_TOOK, TF_YES,
+    F_CUR,
+    F_MINIMUM,
+    F_NEEDS_MIN,
+    F_TURN_FLAGS,
+    F_TURN_VALUE,
+    O_CREDIT,
+    O_HANDS,
+    O_MJOK,
+    O_MNAT,
+    O_MTWO,
+    P_CONC_MIN,
+    P_GO_REQ,
+    P_MAX_WILD,
+    P_NSIDES,
+    P_WLE,
+    TF_NO,
+    TF_TOOK,
+    TF_YES,
 )
 
 NEG = -(1 << 30)

@@ -8,7 +8,11 @@ from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.cards import KIND_NAMES, SLOT_NAMES
 from canasta_env.engine.core import State
 from canasta_env.engine.layout import (
-    F_MINIMUM, F_NEEDS_MIN, F_PILE_FROZEN, F_TURN_VALUE, PHASE_NAMES,
+    F_MINIMUM,
+    F_NEEDS_MIN,
+    F_PILE_FROZEN,
+    F_TURN_VALUE,
+    PHASE_NAMES,
 )
 
 
