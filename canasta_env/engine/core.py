@@ -18,6 +18,7 @@ from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
 from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
 from canasta_env.engine.layout import (
     F_ASKER,
+    F_CONCEALED,
     F_CUR,
     F_DEAL_INDEX,
     F_DEAL_ROW,
@@ -38,6 +39,7 @@ from canasta_env.engine.layout import (
     F_TRUNC,
     F_TURN_FLAGS,
     F_TURN_VALUE,
+    F_WENT_OUT,
     NUM_PARTS,
     O_CREDIT,
     O_HANDS,
@@ -147,6 +149,8 @@ class State:
     pile_frozen = property(lambda self: self._field(F_PILE_FROZEN))  # (B,) a wild lies in the pile
     asker = property(lambda self: self._field(F_ASKER))  # (B,) seat that asked its partner (C29)
     decisions = property(lambda self: self._field(F_STEPS))  # (B,) decisions in this hand
+    went_out = property(lambda self: self._field(F_WENT_OUT))  # (B,) seat that went out, -1 none
+    concealed = property(lambda self: self._field(F_CONCEALED))  # (B,) that go-out was concealed
 
     @property
     def credit(self) -> npt.NDArray[np.int32]:

@@ -9,17 +9,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.actions import NUM_ACTIONS
+from canasta_env.engine.actions import END_HAND, NUM_ACTIONS
 from canasta_env.engine.deal import deal_from_order, deal_next
 from canasta_env.engine.layout import (
+    EV_FORCED_TAKE,
     F_DEAL_INDEX,
     F_DEAL_ROW,
     F_HAND_END,
     F_HAND_NO,
+    F_PHASE,
     F_SEED_HI,
     F_SEED_LO,
     F_STATUS,
     F_STEPS,
+    F_STOCK_LEN,
     F_TRUNC,
     HE_STEP_CAP,
     O_CREDIT,
@@ -27,6 +30,7 @@ from canasta_env.engine.layout import (
     P_DECK,
     P_MAX_STEPS,
     P_WIDTH,
+    PH_DRAW,
     ST_LIVE,
 )
 from canasta_env.engine.mask import fill_mask
@@ -57,7 +61,10 @@ def step_kernel(data, masks, prm, actions, rewards, status, events):
             status[b] = STEP_ILLEGAL
             continue
         row[F_STEPS] += 1
+        forced = row[F_PHASE] == PH_DRAW and row[F_STOCK_LEN] == 0 and not masks[b, END_HAND]
         events[b] = apply_action(row, prm, a, rewards[b], order_buf)
+        if forced:
+            events[b] |= EV_FORCED_TAKE
         if row[F_STATUS] == ST_LIVE and row[F_STEPS] >= prm[P_MAX_STEPS]:
             row[F_TRUNC] = 1
             row[F_HAND_END] = HE_STEP_CAP

@@ -1,0 +1,98 @@
+"""Randomized invariants over many hands for every classic preset (canasta_env.testing)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from canasta_env.engine import ACTION_NAMES, action_index, step_one
+from canasta_env.engine.cards import KIND_NAMES
+from canasta_env.engine.layout import EV_CONCEALED, EV_LAST_RED3, EV_RED3_NEGATIVE
+from canasta_env.scenario import scenario
+from canasta_env.testing import (
+    RuleCoverage,
+    check_batch_independence,
+    check_expansion,
+    check_random_play,
+)
+
+PRESETS = ["classic_2p", "classic_3p", "classic_4p"]
+HANDS = int(os.environ.get("CANASTA_CHECK_HANDS", "2000"))
+# Rule paths every classic preset must exercise in random play (>= 20 times over both agents).
+COMMON_PATHS = ["went_out", "pile_take", "frozen_take", "open_by_take", "layoff_take",
+                "red3_drawn", "canasta", "opened", "black3_meld", "stop_card", "stock_out_end",
+                "frozen_upcard", "all_red3"]  # last_red3 and red3_negative: swept below
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_random_play_invariants_and_coverage(preset: str) -> None:
+    """Conservation, live masks, no step cap, scores = independent parts; paths all fire."""
+    coverage = RuleCoverage()
+    for agent in ("random", "eager"):
+        report = check_random_play(preset, HANDS, agent, seed=11)
+        assert report.hands >= HANDS
+        assert report.max_decisions_per_hand < 400, "a hand took more decisions than documented"
+        coverage.counts.update(report.coverage.counts)
+    assert coverage.missing(COMMON_PATHS) == [], dict(coverage.counts)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_batch_rows_play_like_batch_of_one(preset: str) -> None:
+    check_batch_independence(preset, batch=1024, rows=64, games=3)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_every_legal_action_expands(preset: str) -> None:
+    assert check_expansion(preset, 5000) > 5000
+
+
+def _concealed_hand(rng: np.random.Generator) -> tuple[str, int, int, str]:
+    ranks = rng.choice(np.arange(4, 15), size=3, replace=False)
+    r, q, extra = (KIND_NAMES[int(k)] for k in ranks)
+    return " ".join([r] * 7 + [q] * 3 + [extra]), int(ranks[0]), int(ranks[1]), extra
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_sweep_concealed_go_out(preset: str) -> None:
+    """C30 is rare in random play: sweep 1,000 built states where a concealed go-out is played."""
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(1000 // len(PRESETS) + 1):
+        hand, r, q, extra = _concealed_hand(rng)
+        state = scenario(preset, {0: hand}, phase="meld", scores=[int(rng.integers(-500, 3500))] *
+                         (2 if preset != "classic_3p" else 3))
+        slot_r, slot_q = KIND_NAMES[r], KIND_NAMES[q]
+        plays = [f"MELD_NNN_{slot_r}"] + [f"ADD_NATURAL_{slot_r}"] * 4 + [f"MELD_NNN_{slot_q}"]
+        if preset == "classic_2p":  # two canastas needed with 2 players (C28): no go-out here
+            assert f"DISCARD_{extra}" in {ACTION_NAMES[a] for a in state.legal_actions(0)}
+            continue
+        for name in plays:
+            step_one(state, action_index(name))
+        result = step_one(state, action_index(f"DISCARD_{extra}"))
+        assert result.events[0] & EV_CONCEALED
+        assert state.score_parts[0, 0, 3] == 200
+        hits += 1
+    assert hits >= 300 or preset == "classic_2p"
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_sweep_red_three_negative_and_last_card(preset: str) -> None:
+    """C10 minus and C31a: sweep built states; both paths must fire."""
+    rng = np.random.default_rng(9)
+    negative = last = 0
+    sides = 3 if preset == "classic_3p" else 2
+    for _ in range(300):
+        seat_reds = int(rng.integers(1, 3))
+        state = scenario(preset, {0: "4 9 K Q"}, red_threes={1: seat_reds}, rest="pile",
+                         stock_top="R3", pile_frozen=True, turn=0, scores=[0] * sides)
+        result = step_one(state, action_index("DRAW_STOCK"))
+        last += bool(result.events[0] & EV_LAST_RED3)
+        assert state.hands[0, 0].sum() == 4  # the red three was laid down, no replacement left
+        # meld nothing and end the hand: seat 1's side has no meld, so its red threes count minus
+        result = step_one(state, action_index("END_HAND"))
+        negative += bool(result.events[0] & EV_RED3_NEGATIVE)
+        side1 = 1 % sides
+        assert state.score_parts[0, side1, 2] == -100 * seat_reds
+    assert negative >= 20 and last >= 20

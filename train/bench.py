@@ -1,0 +1,256 @@
+"""``canasta bench``: engine speed under uniformly random legal play.
+
+Every row of a batch plays random legal actions through the public API (``init``, ``step``,
+``reset_rows`` and ``canasta_env.policy.RandomAgent``); a row whose hand ends is re-dealt at once
+with ``reset_rows`` inside the timed loop (row-wise auto-reset), so the batch stays full.
+
+What is measured:
+  * ``decisions_per_s``: decisions applied per second, counting only rows that had a legal action
+    before the step;
+  * ``hands_per_s``: hands finished (terminated or truncated rows) per second;
+  * ``decisions_per_hand``: their ratio.
+
+The agent protocol takes observations, but the random agent ignores them, so by default the bench
+hands it a zero-width placeholder ``(B, 0)`` array and measures the engine (step, mask refresh,
+re-deal, random choice), not observation encoding. ``--observe`` also measures the same loop with
+``observe(state, state.current_player)`` called every step and reports those figures separately
+(``observe_*`` keys, "+observe" columns).
+
+``compile_s`` is the time of the first ``import canasta_env.engine`` plus the first
+init/act/step/observe/reset_rows: numba compiles the kernels on the very first run (tens of seconds)
+and caches them on disk (see ``canasta_env.engine``), so later runs only load them (a fraction of a
+second). ``python -m train.warmup`` fills the cache ahead of time.
+
+``observe`` is imported from ``canasta_env.engine.core``: the package attribute
+``canasta_env.engine.observe`` is replaced by the submodule ``canasta_env.engine.observe`` once the
+first ``observe`` call imports that submodule, so ``from canasta_env.engine import observe`` returns a
+module after that.
+
+This module imports nothing heavy at import time (the CLI's ``--help`` stays fast) and never
+imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_RULES = ("classic_2p", "classic_3p", "classic_4p")
+DEFAULT_BATCHES = (1, 64, 1024, 4096)
+
+
+@dataclass
+class Measurement:
+    """Counts from one timed loop."""
+
+    decisions: int
+    hands: int
+    seconds: float
+
+    @property
+    def decisions_per_s(self) -> float:
+        return self.decisions / self.seconds
+
+    @property
+    def hands_per_s(self) -> float:
+        return self.hands / self.seconds
+
+    @property
+    def decisions_per_hand(self) -> float | None:
+        return self.decisions / self.hands if self.hands else None
+
+
+@dataclass
+class BenchResult:
+    """One (rules, batch) line of the report."""
+
+    rules: str
+    batch: int
+    decisions_per_s: float
+    hands_per_s: float
+    decisions_per_hand: float | None
+    seconds: float
+    compile_s: float
+    observe_decisions_per_s: float | None = None
+    observe_hands_per_s: float | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``canasta bench``."""
+    parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), metavar="RULES",
+                        help="rule preset names or YAML files (default: %(default)s)")
+    parser.add_argument("--batch", nargs="+", type=_positive_int, default=list(DEFAULT_BATCHES),
+                        metavar="B", help="batch sizes, games stepped together (default: %(default)s)")
+    parser.add_argument("--seconds", type=_positive_float, default=3.0,
+                        help="timed seconds per measurement, after an untimed warm-up step "
+                        "(default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="deal and agent seed (default: %(default)s)")
+    parser.add_argument("--observe", action="store_true",
+                        help="also measure with observe(state, current_player) every step, reported "
+                        "separately (default: engine only, observations not encoded)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per (rules, batch) instead of a table")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def compile_engine(rules: Any) -> float:
+    """Import the engine and run each entry point once on a batch of 2; returns the seconds taken
+    (numba compile on a cold cache, cache load on a warm one)."""
+    start = time.perf_counter()
+    import numpy as np
+
+    from canasta_env.engine import init, reset_rows, step
+    from canasta_env.engine.core import observe  # not from the package: see the module docstring
+    from canasta_env.policy import RandomAgent
+
+    state = init(rules, 2, 0)
+    rng = np.random.default_rng(0)
+    actions = RandomAgent().act(np.empty((2, 0), np.float32), state.legal_action_mask, rng)
+    step(state, actions)
+    observe(state, state.current_player)
+    reset_rows(state, [0])
+    return time.perf_counter() - start
+
+
+def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: bool) -> Measurement:
+    """Random legal play on ``batch`` rows for about ``seconds`` (one untimed warm-up step first)."""
+    import numpy as np
+
+    from canasta_env.engine import init, reset_rows, step
+    from canasta_env.engine.core import observe  # not from the package: see the module docstring
+    from canasta_env.policy import RandomAgent
+
+    state = init(rules, batch, seed)
+    agent = RandomAgent()
+    rng = np.random.default_rng(seed)
+    placeholder = np.empty((batch, 0), np.float32)  # the random agent ignores observations
+
+    def one_step() -> tuple[int, int]:
+        mask = state.legal_action_mask
+        obs = observe(state, state.current_player) if with_observe else placeholder
+        live = int(np.count_nonzero(mask.any(axis=1)))
+        result = step(state, agent.act(obs, mask, rng))
+        if result.illegal.any():
+            raise RuntimeError("bench: the random agent played an illegal action (engine bug)")
+        finished = np.flatnonzero(result.terminated | result.truncated)
+        if finished.size:
+            reset_rows(state, finished)
+        return live, int(finished.size)
+
+    one_step()  # warm-up, excluded
+    decisions = hands = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        d, h = one_step()
+        decisions += d
+        hands += h
+        now = time.perf_counter()
+        if now >= deadline:
+            return Measurement(decisions, hands, now - start)
+
+
+def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: int,
+              with_observe: bool, on_result: Any = None) -> list[BenchResult]:
+    """Measure every (rules, batch) pair; ``on_result`` is called with each result as it is ready."""
+    from canasta_env.rules import load_rules
+
+    resolved = {spec: load_rules(spec) for spec in rules_list}  # fail fast on a bad name or file
+    compile_s = compile_engine(resolved[rules_list[0]])
+    results = []
+    for spec in rules_list:
+        for batch in batches:
+            m = measure(resolved[spec], batch, seconds, seed, with_observe=False)
+            res = BenchResult(spec, batch, m.decisions_per_s, m.hands_per_s, m.decisions_per_hand,
+                              m.seconds, compile_s)
+            if with_observe:
+                mo = measure(resolved[spec], batch, seconds, seed, with_observe=True)
+                res.observe_decisions_per_s, res.observe_hands_per_s = mo.decisions_per_s, mo.hands_per_s
+            results.append(res)
+            if on_result is not None:
+                on_result(res)
+    return results
+
+
+def _json_line(res: BenchResult, with_observe: bool) -> str:
+    d = asdict(res)
+    if not with_observe:
+        del d["observe_decisions_per_s"], d["observe_hands_per_s"]
+    return json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.items()})
+
+
+def _table(results: list[BenchResult], with_observe: bool) -> Any:
+    from rich.table import Table
+
+    table = Table(title="canasta bench: random legal play (engine only"
+                  + (", and with observe every step)" if with_observe else ")"))
+    for col in ("rules", "batch", "decisions/s", "hands/s", "decisions/hand"):
+        table.add_column(col, justify="left" if col == "rules" else "right")
+    if with_observe:
+        table.add_column("decisions/s +observe", justify="right")
+        table.add_column("hands/s +observe", justify="right")
+    for r in results:
+        dph = f"{r.decisions_per_hand:,.1f}" if r.decisions_per_hand is not None else "-"
+        row = [r.rules, str(r.batch), f"{r.decisions_per_s:,.0f}", f"{r.hands_per_s:,.1f}", dph]
+        if with_observe:
+            row += [f"{r.observe_decisions_per_s:,.0f}", f"{r.observe_hands_per_s:,.1f}"]
+        table.add_row(*row)
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``canasta bench``."""
+    if args.json:
+        def emit(res: BenchResult) -> None:
+            print(_json_line(res, args.observe), flush=True)
+
+        run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe, emit)
+        return 0
+
+    from rich.console import Console
+
+    console = Console()
+    total = len(args.rules) * len(args.batch) * args.seconds * (2 if args.observe else 1)
+    with console.status(f"measuring {len(args.rules)} rule set(s) x {len(args.batch)} batch size(s), "
+                        f"about {total:.0f} s (plus compile on a cold cache) ..."):
+        results = run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe)
+    console.print(_table(results, args.observe))
+    import os
+
+    console.print(f"compile_s {results[0].compile_s:.2f}: first engine import + init/step/observe. "
+                  "Kernels are compiled once and cached on disk "
+                  f"({os.environ.get('NUMBA_CACHE_DIR', '?')}); later runs only load them.")
+    if not args.observe:
+        console.print("Observations are not encoded (the random agent ignores them); "
+                      "add --observe to measure with observe() every step.")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="canasta bench", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The ``canasta`` command: one entry point dispatching subcommands.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Only the module of the subcommand being run is imported, so ``canasta --help`` answers without
+loading numba, the engine or torch (DESIGN.md: ``--help`` in under a second).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help). A registry, not an if-chain: a new subcommand is one entry here.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "bench": ("train.bench", "measure engine speed: random legal play, decisions and hands per second"),
+    "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
+}
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("canasta-rl")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version`` that looks the version up only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object):
+        super().__init__(option_strings, dest=dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(f"canasta-rl {_version()}")
+        parser.exit()
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The top-level parser; the options of the subcommand named in ``argv`` (if any) are added by
+    importing that subcommand's module, and no other."""
+    parser = argparse.ArgumentParser(
+        prog="canasta", description="canasta-rl: a fast vectorized Canasta engine for reinforcement "
+        "learning. Run `canasta COMMAND --help` for a command's options.")
+    parser.add_argument("--version", action=_VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module_name, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(cmd)
+            cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point (``canasta = train.cli:main``); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
