@@ -22,7 +22,7 @@ from numba import njit
 
 from canasta_env.engine import State, clone, init, init_from_deals, reset_rows, step
 from canasta_env.engine.actions import MELD_WILD, NUM_ACTIONS, TAKE_PILE_PAIR
-from canasta_env.engine.cards import CARD_VALUES, JOKER, NUM_KINDS, RED_THREE, SLOT_KIND, TWO
+from canasta_env.engine.cards import CARD_VALUES, JOKER, KIND_NAMES, NUM_KINDS, RED_THREE, SLOT_KIND, TWO
 from canasta_env.engine.core import DealId
 from canasta_env.engine.layout import (
     EVENT_NAMES,
@@ -292,3 +292,49 @@ def check_expansion(rules: RuleSet | str, states: int, *, batch: int = 128, seed
             reset_rows(state, finished)
     return expanded
 
+
+
+def golden_playthrough(rules: RuleSet | str, seed: int = 2026) -> str:
+    """One seeded hand written out action by action with the number of legal actions at each
+    decision, the explicit deal first, the scores last: a readable record that drifts when rules
+    change (OpenSpiel-style playthrough)."""
+    from canasta_env.engine import ACTION_NAMES, explicit_deal
+    from canasta_env.engine.render import render
+
+    rules = load_rules(rules) if isinstance(rules, str) else rules
+    deal = DealId(seed, 0, 0)
+    order, dealer = explicit_deal(rules, deal)
+    state = init_from_deals(rules, [deal])
+    lines = [f"# {rules.name} {tuple(deal)}", f"dealer {dealer}",
+             "deck (bottom..top) " + " ".join(KIND_NAMES[int(k)] for k in order), "",
+             render(state, 0), ""]
+    n = 0
+    while not (state.terminated[0] or state.truncated[0]):
+        mask = state.legal_action_mask
+        action = int(keyed_actions(state.data, mask, 42, True)[0])
+        lines.append(f"{n:4d} P{int(state.current_player[0])} legal {int(mask[0].sum()):3d} "
+                     f"{ACTION_NAMES[action]}")
+        step(state, [action])
+        n += 1
+    lines += ["", render(state, 0), "",
+              "score parts " + str(state.score_parts[0].tolist()),
+              "hand scores " + str(state.hand_scores[0].tolist())]
+    return "\n".join(lines) + "\n"
+
+
+def perft(rules: RuleSet | str, deal: DealId, depth: int) -> list[int]:
+    """Number of legal action sequences of length 1..depth from a deal's first decision (chess
+    perft style); a finished hand ends its sequence."""
+    rules = load_rules(rules) if isinstance(rules, str) else rules
+    frontier = init_from_deals(rules, [deal])
+    counts = []
+    for _ in range(depth):
+        legal = np.argwhere(frontier.legal_action_mask)
+        counts.append(len(legal))
+        if not len(legal):
+            break
+        frontier = clone(frontier, legal[:, 0])
+        result = step(frontier, legal[:, 1])
+        live = np.flatnonzero(~(result.terminated | result.truncated))
+        frontier = clone(frontier, live)
+    return counts
