@@ -40,4 +40,4 @@ lint: venv
 	$(BIN)/mypy canasta_env
 
 warm: venv
-	$(BIN)/python -m canasta_env.engine.warmup
+	$(BIN)/python -m train.warmup

@@ -37,10 +37,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import numpy as np
+from typing import Any
 
 DEFAULT_RULES = ("classic_2p", "classic_3p", "classic_4p")
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
@@ -205,10 +202,10 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
     table = Table(title="canasta bench: random legal play (engine only"
                   + (", and with observe every step)" if with_observe else ")"))
     for col in ("rules", "batch", "decisions/s", "hands/s", "decisions/hand"):
-        table.add_column(col, justify="left" if col == "rules" else "right")
+        table.add_column(col, justify="left" if col == "rules" else "right", no_wrap=True)
     if with_observe:
-        table.add_column("decisions/s +observe", justify="right")
-        table.add_column("hands/s +observe", justify="right")
+        table.add_column("decisions/s +obs", justify="right", no_wrap=True)
+        table.add_column("hands/s +obs", justify="right", no_wrap=True)
     for r in results:
         dph = f"{r.decisions_per_hand:,.1f}" if r.decisions_per_hand is not None else "-"
         row = [r.rules, str(r.batch), f"{r.decisions_per_s:,.0f}", f"{r.hands_per_s:,.1f}", dph]
@@ -230,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal:  # piped: rich would assume 80 columns and crop the table
+        console = Console(width=120)
     total = len(args.rules) * len(args.batch) * args.seconds * (2 if args.observe else 1)
     with console.status(f"measuring {len(args.rules)} rule set(s) x {len(args.batch)} batch size(s), "
                         f"about {total:.0f} s (plus compile on a cold cache) ..."):

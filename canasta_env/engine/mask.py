@@ -13,6 +13,8 @@ from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, TWO
 from canasta_env.engine.layout import (
     F_ASKER,
     F_CUR,
+    F_MINIMUM,
+    F_NEEDS_MIN,
     F_PHASE,
     F_PILE_FROZEN,
     F_PILE_LEN,
@@ -23,6 +25,8 @@ from canasta_env.engine.layout import (
     F_TURN_VALUE,
     O_CREDIT,
     O_HANDS,
+    O_KNOWN,
+    O_MELDED,
     O_MJOK,
     O_MNAT,
     O_MTWO,
@@ -61,6 +65,7 @@ from canasta_env.engine.turn import (
     TAKE_PAIR,
     apply_take,
     hand_size,
+    meld_cards,
     place_meld,
 )
 
@@ -146,19 +151,22 @@ def _draw_phase(row, prm, mask, scratch):
 
 @njit(cache=True)
 def _try_meld(row, prm, mask, action, final):
-    """Legal iff, after placing the cards, the turn can still be finished (C19a)."""
+    """Legal iff, after placing the cards, the turn can still be finished (C19a). The few fields
+    a meld action touches are saved as scalars and restored (no allocation in the hot path)."""
     p = row[F_CUR]
     owner = side_of(prm, p)
+    slot, _, _, _ = meld_cards(action)
+    kind = slot + 4 if slot < 11 else BLACK_THREE
     hand = prm[O_HANDS] + p * 15
-    saved_hand = row[hand: hand + 15].copy()
-    saved_credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15].copy()
-    base = owner * 13
-    saved_meld = (row[prm[O_MNAT] + base: prm[O_MNAT] + base + 13].copy(),
-                  row[prm[O_MJOK] + base: prm[O_MJOK] + base + 13].copy(),
-                  row[prm[O_MTWO] + base: prm[O_MTWO] + base + 13].copy())
-    saved = (row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS])
-    new_base = prm[O_NEW]
-    saved_new = row[new_base: new_base + 13].copy()
+    known = prm[O_KNOWN] + p * 15
+    credit = prm[O_CREDIT]
+    m = owner * 13 + slot
+    saved_cards = (row[hand + kind], row[hand + JOKER], row[hand + TWO],
+                   row[credit + kind], row[credit + JOKER], row[credit + TWO],
+                   row[known + kind], row[known + JOKER], row[known + TWO])
+    saved_meld = (row[prm[O_MNAT] + m], row[prm[O_MJOK] + m], row[prm[O_MTWO] + m],
+                  row[prm[O_NEW] + slot], row[prm[O_MELDED] + p])
+    saved_turn = (row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS])
     place_meld(row, prm, action)
     if final:
         ok = discard_path_ok(row, prm, 1)
@@ -166,15 +174,21 @@ def _try_meld(row, prm, mask, action, final):
         ok = go_out_ok(row, prm)
     else:
         ok = turn_finishable(row, prm)
-    row[hand: hand + 15] = saved_hand
-    row[prm[O_CREDIT]: prm[O_CREDIT] + 15] = saved_credit
-    row[prm[O_MNAT] + base: prm[O_MNAT] + base + 13] = saved_meld[0]
-    row[prm[O_MJOK] + base: prm[O_MJOK] + base + 13] = saved_meld[1]
-    row[prm[O_MTWO] + base: prm[O_MTWO] + base + 13] = saved_meld[2]
-    row[new_base: new_base + 13] = saved_new
-    row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS] = saved
+    (row[hand + kind], row[hand + JOKER], row[hand + TWO], row[credit + kind], row[credit + JOKER],
+     row[credit + TWO], row[known + kind], row[known + JOKER], row[known + TWO]) = saved_cards
+    (row[prm[O_MNAT] + m], row[prm[O_MJOK] + m], row[prm[O_MTWO] + m], row[prm[O_NEW] + slot],
+     row[prm[O_MELDED] + p]) = saved_meld
+    row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS] = saved_turn
     if ok:
         mask[action] = True
+
+
+@njit(cache=True, inline="always")
+def _consider(row, prm, mask, action, final, surely_legal):
+    if surely_legal:
+        mask[action] = True
+    else:
+        _try_meld(row, prm, mask, action, final)
 
 
 @njit(cache=True)
@@ -186,25 +200,29 @@ def _meld_phase(row, prm, mask, scratch, final):
     hand = prm[O_HANDS] + p * 15
     jokers, twos = row[hand + JOKER], row[hand + TWO]
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    # When the minimum is no concern, a meld that leaves enough cards to discard is always legal.
+    easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
+            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + 12] == 0)
+    spare = hand_size(row, prm, p) - (1 if final else 2) if easy else -1
     for s in range(11):
         c = row[hand + s + 4]
         n0 = row[mnat + s]
         if n0 == 0:
             if c >= 3:
-                _try_meld(row, prm, mask, A.MELD_NNN + s, final)
+                _consider(row, prm, mask, A.MELD_NNN + s, final, spare >= 3)
             if c >= 2 and wild_room(prm, 2, 0) >= 1:
                 if jokers:
-                    _try_meld(row, prm, mask, A.MELD_NNJ + s, final)
+                    _consider(row, prm, mask, A.MELD_NNJ + s, final, spare >= 3)
                 if twos:
-                    _try_meld(row, prm, mask, A.MELD_NN2 + s, final)
+                    _consider(row, prm, mask, A.MELD_NN2 + s, final, spare >= 3)
         else:
             if c >= 1:
-                _try_meld(row, prm, mask, A.ADD_NATURAL + s, final)
+                _consider(row, prm, mask, A.ADD_NATURAL + s, final, spare >= 1)
             if wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
                 if jokers:
-                    _try_meld(row, prm, mask, A.ADD_JOKER + s, final)
+                    _consider(row, prm, mask, A.ADD_JOKER + s, final, spare >= 1)
                 if twos:
-                    _try_meld(row, prm, mask, A.ADD_TWO + s, final)
+                    _consider(row, prm, mask, A.ADD_TWO + s, final, spare >= 1)
     if final:
         return
     b3 = row[hand + BLACK_THREE]

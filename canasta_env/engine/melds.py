@@ -65,14 +65,33 @@ def side_of(prm: np.ndarray, player: int) -> int:
 
 
 @njit(cache=True)
+def _best_pairs(row, mnat, h, credit, count):
+    """Credited value of the ``count`` most valuable pairs (ranks with exactly two naturals in
+    hand and no meld); selection without allocating."""
+    total = 0
+    taken = 0  # bit set of slots already chosen
+    for _ in range(count):
+        best, best_slot = -1, -1
+        for s in range(11):
+            k = s + 4
+            if h[k] == 2 and row[mnat + s] == 0 and not (taken >> s) & 1:
+                v = min(2, credit[k]) * CARD_VALUES[k]
+                if v > best:
+                    best, best_slot = v, s
+        taken |= 1 << best_slot
+        total += best
+    return total
+
+
+@njit(cache=True)
 def _free_value(row, prm, owner, h, credit):
     """Best credited value meldable from ``h`` with no cards kept, and the cards left over."""
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
     value = 0
     melded = 0
     places = 0
-    pair_values = np.empty(11, np.int64)
     npairs = 0
+    pairs_value = 0
     for s in range(11):
         k = s + 4
         c = h[k]
@@ -87,17 +106,14 @@ def _free_value(row, prm, owner, h, credit):
             melded += c
             places += wild_room(prm, c, 0)
         elif c == 2:
-            pair_values[npairs] = cv
             npairs += 1
+            pairs_value += cv
     wilds = h[JOKER] + h[TWO]
     active = min(npairs, wilds)
-    if 0 < active < npairs:
-        pair_values[:npairs].sort()
-        for i in range(active):
-            value += pair_values[npairs - 1 - i]
+    if active == npairs:
+        value += pairs_value
     else:
-        for i in range(active):
-            value += pair_values[i]
+        value += _best_pairs(row, mnat, h, credit, active)
     melded += 2 * active
     placed = min(wilds, active * (1 + wild_room(prm, 2, 1)) + places)
     cj = min(h[JOKER], credit[JOKER])
@@ -156,13 +172,34 @@ def max_meld_value(row, prm, owner, h, credit, keep):
 
 
 @njit(cache=True)
+def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
+    """Whether ``free`` spare wilds can complete ``need`` more canastas once every natural in hand
+    is melded: fill the melds closest to seven first."""
+    for d in range(1, CANASTA_SIZE):
+        for s in range(11):
+            c = h[s + 4]
+            n0 = row[mnat + s]
+            if n0 > 0:
+                n, w = n0 + c, row[mjok + s] + row[mtwo + s]
+            elif c >= 3:
+                n, w = c, 0
+            else:
+                continue
+            if n + w == CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
+                free -= d
+                need -= 1
+                if need == 0:
+                    return True
+    return False
+
+
+@njit(cache=True)
 def _meld_everything(row, prm, owner, h, credit, need_value):
     """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
     pairs = 0
     places = 0
     canastas = 0
-    deficits = np.zeros(CANASTA_SIZE, np.int64)
     for s in range(11):
         c = h[s + 4]
         n0 = row[mnat + s]
@@ -182,8 +219,6 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
         places += room
         if n + w >= CANASTA_SIZE:
             canastas += 1
-        elif CANASTA_SIZE - n - w <= room:
-            deficits[CANASTA_SIZE - n - w] += 1
     b3 = h[BLACK_THREE]
     if b3 > 0 and row[mnat + BLACK_THREE_SLOT] + b3 < 3:
         return False
@@ -194,12 +229,7 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
     if free > places:
         return False
     need = prm[P_GO_REQ] - canastas
-    for d in range(1, CANASTA_SIZE):
-        while need > 0 and deficits[d] > 0 and free >= d:
-            need -= 1
-            deficits[d] -= 1
-            free -= d
-    if need > 0:
+    if need > 0 and not _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
         return False
     if need_value > 0:
         v = 0
