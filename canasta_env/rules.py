@@ -35,6 +35,9 @@ SUPPORTED: dict[str, tuple[Any, ...]] = {
     "seven_discard_rule": ("none",),
     "meld_ownership": ("side",),
     "red3_negative_if": ("no_meld", "no_canasta", "never"),
+    "allow_wild_on_natural_canasta": (True,),
+    "min_naturals": (2,),
+    "max_meld_size": (None,),
 }
 
 DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
@@ -230,9 +233,10 @@ def _validate(r: RuleSet, source: str) -> None:
     for key, choices in CHOICES.items():
         v = getattr(r, key)
         _check(v in choices, source, key, v, f"expected one of {', '.join(choices)}")
-        supported = SUPPORTED.get(key)
-        _check(supported is None or v in supported, source, key, v,
-               f"not implemented yet; supported: {', '.join(map(str, supported or ()))}")
+    for key, supported in SUPPORTED.items():
+        v = getattr(r, key)
+        _check(v in supported, source, key, v,
+               f"not implemented yet; supported: {', '.join(map(str, supported))}")
     if r.partnerships:
         _check(r.num_players in (4,), source, "partnerships", r.partnerships,
                "partnerships need 4 players")

@@ -32,6 +32,8 @@ from canasta_env.engine.core import _new_state
 from canasta_env.engine.deal import start_turn
 from canasta_env.engine.layout import (
     F_DEALER,
+    F_GAME_RESULT,
+    F_WENT_OUT,
     F_MAX_KIND,
     F_PHASE,
     F_PILE_FROZEN,
@@ -117,7 +119,7 @@ def scenario(
         melds: per side, a list of melds, each the string of its cards.
         pile: the discard pile, bottom first (the last card is the top).
         pile_frozen: frozen for everyone (a wild inside); default: whether the pile holds a wild.
-        stock_top: cards on top of the stock, the last one drawn first.
+        stock_top: cards on top of the stock, the first one written drawn first.
         rest: where undescribed cards go: ``"stock"`` (below ``stock_top``) or ``"pile"`` (under
             the described pile, in kind order), e.g. to describe an exhausted stock (C31).
         red_threes: red threes laid down per seat.
@@ -198,6 +200,7 @@ def scenario(
                       if side_has[s]]
     for seat in has_melded:
         state.has_melded[0, seat] = 1
+    row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2
     row[F_DEALER] = (turn - 1) % n if dealer is None else dealer
     start_turn(row, prm, turn)
     row[F_STATUS] = ST_LIVE

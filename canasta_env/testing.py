@@ -215,10 +215,10 @@ def check_random_play(rules: RuleSet | str, hands: int, agent: str = "random", *
             b = int(np.flatnonzero(result.truncated)[0])
             raise CheckError(f"row {b} ({state.deal_id(b)}) hit the step cap")
         finished = np.flatnonzero(result.terminated)
-        for b in finished:
-            check_score(state, int(b))
-            longest = max(longest, int(state.data[b, F_STEPS]))
-            outcomes["went_out" if state.went_out[b] >= 0 else "no_go_out"] += 1
+        for row in finished.tolist():
+            check_score(state, row)
+            longest = max(longest, int(state.data[row, F_STEPS]))
+            outcomes["went_out" if state.went_out[row] >= 0 else "no_go_out"] += 1
         done_hands += finished.size
         if finished.size:
             coverage.add(reset_rows(state, finished))

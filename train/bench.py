@@ -10,11 +10,14 @@ What is measured:
   * ``hands_per_s``: hands finished (terminated or truncated rows) per second;
   * ``decisions_per_hand``: their ratio.
 
+Timing starts after an untimed warm-up: one step, then ``--stagger`` steps in which each row sits out
+a random number of steps, so that the rows' hands do not end in lockstep (see ``desynchronise``).
+
 The agent protocol takes observations, but the random agent ignores them, so by default the bench
 hands it a zero-width placeholder ``(B, 0)`` array and measures the engine (step, mask refresh,
 re-deal, random choice), not observation encoding. ``--observe`` also measures the same loop with
 ``observe(state, state.current_player)`` called every step and reports those figures separately
-(``observe_*`` keys, "+observe" columns).
+(``observe_*`` keys, "+obs" columns).
 
 ``compile_s`` is the time of the first ``import canasta_env.engine`` plus the first
 init/act/step/observe/reset_rows: numba compiles the kernels on the very first run (tens of seconds)
@@ -41,6 +44,7 @@ from typing import Any
 
 DEFAULT_RULES = ("classic_2p", "classic_3p", "classic_4p")
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
+DEFAULT_STAGGER = 512  # untimed desynchronising steps: about 3 random hands (133-165 decisions)
 
 
 @dataclass
@@ -88,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=_positive_float, default=3.0,
                         help="timed seconds per measurement, after an untimed warm-up step "
                         "(default: %(default)s)")
+    parser.add_argument("--stagger", type=_nonnegative_int, default=DEFAULT_STAGGER, metavar="STEPS",
+                        help="untimed warm-up steps that desynchronise the rows' hands, 0 for none "
+                        "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="deal and agent seed (default: %(default)s)")
     parser.add_argument("--observe", action="store_true",
                         help="also measure with observe(state, current_player) every step, reported "
@@ -100,6 +107,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -129,8 +143,10 @@ def compile_engine(rules: Any) -> float:
     return time.perf_counter() - start
 
 
-def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: bool) -> Measurement:
-    """Random legal play on ``batch`` rows for about ``seconds`` (one untimed warm-up step first)."""
+def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: bool,
+            stagger: int = DEFAULT_STAGGER) -> Measurement:
+    """Random legal play on ``batch`` rows for about ``seconds``, after an untimed warm-up: one step,
+    then ``stagger`` steps that spread the rows' hand ends (see ``desynchronise``)."""
     import numpy as np
 
     from canasta_env.engine import init, reset_rows, step
@@ -155,6 +171,7 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
         return live, int(finished.size)
 
     one_step()  # warm-up, excluded
+    desynchronise(state, agent, rng, stagger)
     decisions = hands = 0
     start = time.perf_counter()
     deadline = start + seconds
@@ -167,8 +184,35 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
             return Measurement(decisions, hands, now - start)
 
 
+def desynchronise(state: Any, agent: Any, rng: Any, steps: int) -> None:
+    """Untimed: play ``steps`` steps in which row b sits out its first ``offset[b]`` steps (offsets
+    uniform in ``[0, steps)``), so rows are at different points of their hands when timing starts.
+
+    Every row is dealt at once and random hands vary little in length (about 10-20 %), so without
+    this the rows' hands end in lockstep and a window of a few hands per row (large batches) counts
+    whole waves of hand ends or none: hands/s came out up to 25 % low at batch 4096 (classic_3p:
+    207 decisions/hand against 165 at batch 1). Measured there: 256 steps left +4 %, 512 steps
+    +0.5 %. A row sits out by being given action -1, which ``step`` leaves unplayed (an illegal
+    action leaves the row unchanged, DESIGN.md).
+    """
+    import numpy as np
+
+    from canasta_env.engine import reset_rows, step
+
+    placeholder = np.empty((state.num_games, 0), np.float32)
+    offsets = rng.integers(0, max(steps, 1), size=state.num_games)
+    for t in range(steps):
+        actions = agent.act(placeholder, state.legal_action_mask, rng)
+        actions[offsets > t] = -1
+        result = step(state, actions)
+        finished = np.flatnonzero(result.terminated | result.truncated)
+        if finished.size:
+            reset_rows(state, finished)
+
+
 def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: int,
-              with_observe: bool, on_result: Any = None) -> list[BenchResult]:
+              with_observe: bool, on_result: Any = None,
+              stagger: int = DEFAULT_STAGGER) -> list[BenchResult]:
     """Measure every (rules, batch) pair; ``on_result`` is called with each result as it is ready."""
     from canasta_env.rules import load_rules
 
@@ -177,11 +221,11 @@ def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: i
     results = []
     for spec in rules_list:
         for batch in batches:
-            m = measure(resolved[spec], batch, seconds, seed, with_observe=False)
+            m = measure(resolved[spec], batch, seconds, seed, False, stagger)
             res = BenchResult(spec, batch, m.decisions_per_s, m.hands_per_s, m.decisions_per_hand,
                               m.seconds, compile_s)
             if with_observe:
-                mo = measure(resolved[spec], batch, seconds, seed, with_observe=True)
+                mo = measure(resolved[spec], batch, seconds, seed, True, stagger)
                 res.observe_decisions_per_s, res.observe_hands_per_s = mo.decisions_per_s, mo.hands_per_s
             results.append(res)
             if on_result is not None:
@@ -221,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         def emit(res: BenchResult) -> None:
             print(_json_line(res, args.observe), flush=True)
 
-        run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe, emit)
+        run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe, emit, args.stagger)
         return 0
 
     from rich.console import Console
@@ -232,7 +276,8 @@ def run(args: argparse.Namespace) -> int:
     total = len(args.rules) * len(args.batch) * args.seconds * (2 if args.observe else 1)
     with console.status(f"measuring {len(args.rules)} rule set(s) x {len(args.batch)} batch size(s), "
                         f"about {total:.0f} s (plus compile on a cold cache) ..."):
-        results = run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe)
+        results = run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe,
+                            stagger=args.stagger)
     console.print(_table(results, args.observe))
     import os
 

@@ -25,7 +25,7 @@ if "NUMBA_CACHE_DIR" not in os.environ:
     os.environ["NUMBA_CACHE_DIR"] = _engine_cache_dir()
     import numba.core.config as _numba_config
 
-    _numba_config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]
+    _numba_config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"]  # type: ignore[attr-defined]
 
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS, action_index, action_name  # noqa: E402
 from canasta_env.engine.core import (  # noqa: E402

@@ -76,7 +76,7 @@ class DealId(NamedTuple):
 
     seed: int
     row: int
-    index: int
+    index: int  # type: ignore[assignment]
 
 
 class ExplicitDeal(NamedTuple):
@@ -314,7 +314,7 @@ def init_from_deals(rules: RuleSet | str, deals: list[DealId] | list[ExplicitDea
         deck = int(state.params[P_DECK])
         orders = np.zeros((len(deals), deck), dtype=np.int32)
         for i, d in enumerate(deals):
-            order = np.asarray(d.order)  # type: ignore[union-attr]
+            order = np.asarray(d.order)  # type: ignore[union-attr,attr-defined]
             expected = np.bincount(_deck_order(state), minlength=NUM_KINDS)
             if order.shape != (deck,) or not np.array_equal(
                     np.bincount(order.astype(np.int64), minlength=NUM_KINDS), expected):

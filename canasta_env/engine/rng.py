@@ -33,7 +33,7 @@ def deal_key(seed_lo: int, seed_hi: int, row: int, index: int, hand: int) -> np.
 
 
 @njit(cache=True, inline="always")
-def next_below(key: np.uint64, counter: int, n: int) -> int:
+def next_below(key: np.uint64, counter: int, n: int) -> np.int64:
     """The ``counter``-th draw of the stream ``key``, uniform in [0, n) (Lemire's multiply-shift)."""
     x = mix64(key + np.uint64(counter + 1) * _GOLDEN)
     return np.int64(((x >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))

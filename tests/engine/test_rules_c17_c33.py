@@ -19,6 +19,7 @@ from canasta_env.engine import ACTION_NAMES, action_index, step_one
 from canasta_env.engine.cards import KIND_BY_NAME
 from canasta_env.engine.core import State
 from canasta_env.engine.layout import (
+    EV_ASK,
     EV_CANASTA,
     EV_CONCEALED,
     EV_FROZEN_TAKE,
@@ -40,7 +41,7 @@ from canasta_env.engine.layout import (
     PH_FINAL_MELD,
     PH_MELD,
 )
-from canasta_env.rules import load_rules
+from canasta_env.rules import RulesError, RuleSet, load_rules
 from canasta_env.scenario import parse_cards, scenario
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def meld(state: State, side: int, rank: str) -> tuple[int, int, int]:
 
 
 def parts(state: State, side: int) -> dict[str, int]:
-    return {name: int(v) for name, v in zip(PART_NAMES, state.score_parts[0, side])}
+    return {name: int(v) for name, v in zip(PART_NAMES, state.score_parts[0, side], strict=True)}
 
 
 def four(p0: str, p1: str = "4 4", p2: str = "6 6", p3: str = "9 9") -> list[str]:
@@ -269,6 +270,23 @@ def test_c20_frozen_pile_pair_take_unfreezes() -> None:
     assert np.array_equal(hand(st, 0), cards("2 5 6 7 7"))
 
 
+@pytest.mark.parametrize("opens", [True, False])
+def test_c20_freeze_against_a_side_ends_when_it_opens(opens: bool) -> None:
+    """C20: P0 (side 0 unopened) melds K K K + A A A (90) and discards; P1 discards a 7; partner
+    P2 may then take with 7 + joker. Twin: P0 only discards, the side stays unopened and the same
+    take is refused (frozen against side 0)."""
+    st = scenario("classic_4p", hands=four("K K K A A A 5 6", "7 8 9", "7 JK 4 4", "T T"),
+                  melds={1: ["Q Q Q"]}, pile="4 9", phase="meld")
+    if opens:
+        assert legal(st) == {"MELD_NNN_K", "MELD_NNN_A"} | discards("K", "A", "5", "6")
+        play(st, "MELD_NNN_K", "MELD_NNN_A")
+    play(st, "DISCARD_5")
+    assert int(st.opened[0, 0]) == int(opens)
+    play(st, "DRAW_STOCK", "DISCARD_7")
+    assert int(st.current_player[0]) == 2
+    assert legal(st) == ({"DRAW_STOCK", "TAKE_PILE_NAT_JOKER"} if opens else {"DRAW_STOCK"})
+
+
 # ---- C21: no take with a wild or black three on top -------------------------------------------
 
 
@@ -456,9 +474,11 @@ def test_c25_single_card_pile(pile: str, forbid: bool, take: bool) -> None:
     st = scenario(rules, hands=four("Q"), melds={0: [K7, "Q Q Q"]}, pile=pile)
     assert legal(st) == ({"DRAW_STOCK", "TAKE_PILE_LAYOFF"} if take else {"DRAW_STOCK"})
     if take and pile == "Q":
-        events = play(st, "TAKE_PILE_LAYOFF")
-        assert events & EV_WENT_OUT  # the Q in hand... is still held: see below
-        assert meld(st, 0, "Q")[0] == 4
+        play(st, "TAKE_PILE_LAYOFF")
+        assert meld(st, 0, "Q") == (4, 0, 0)
+        # the held Q is the last card: melding it or discarding it goes out (C28)
+        assert legal(st) == {"ADD_NATURAL_Q", "DISCARD_Q"}
+        assert play(st, "ADD_NATURAL_Q") & EV_WENT_OUT
 
 
 # ---- C26: taking is optional while the stock has cards ------------------------------------------
@@ -546,6 +566,35 @@ def test_c28_canasta_completed_this_turn_counts_melding_everything(k_meld: str,
         assert legal(st) == discards("5")
 
 
+def test_c28_going_out_by_melding_everything_with_wilds() -> None:
+    """C28: with a side canasta, hand 5 5 JK 7 7 2 goes out by two natural + wild melds."""
+    st = scenario("classic_4p", hands=four("5 5 JK 7 7 2", "4 4", "6 6", "9 9"), melds={0: [K7]},
+                  phase="meld")
+    # a wild may also go on the natural K canasta (C15 allow_wild_on_natural_canasta)
+    assert legal(st) == ({"MELD_NNJ_5", "MELD_NN2_5", "MELD_NNJ_7", "MELD_NN2_7", "ADD_JOKER_K",
+                          "ADD_TWO_K"} | discards("JK", "2", "5", "7"))
+    play(st, "MELD_NNJ_5")
+    # 7 7 2 is the last meld (goes out); or the 2 goes elsewhere and 7 7 stays for a discard
+    assert legal(st) == {"MELD_NN2_7", "ADD_TWO_5", "ADD_TWO_K"} | discards("2", "7")
+    events = play(st, "MELD_NN2_7")
+    assert events & EV_WENT_OUT
+    assert meld(st, 0, "5") == (2, 1, 0) and meld(st, 0, "7") == (2, 0, 1)
+
+
+@pytest.mark.parametrize(("k_meld", "completes"), [("K K K K K", True), ("K K K K", False)])
+def test_c28_wilds_complete_the_canasta_this_turn(k_meld: str, completes: bool) -> None:
+    """C28: hand JK 2 7: two wilds on five Ks make a mixed canasta this turn, so after the joker
+    the two may go on and leave the 7 for the go-out discard. Twin: four Ks reach only six."""
+    st = scenario("classic_4p", hands=four("JK 2 7"), melds={0: [k_meld]}, phase="meld")
+    assert legal(st) == {"ADD_JOKER_K", "ADD_TWO_K"} | discards("JK", "2", "7")
+    play(st, "ADD_JOKER_K")
+    assert legal(st) == ({"ADD_TWO_K"} if completes else set()) | discards("2", "7")
+    if completes:
+        play(st, "ADD_TWO_K", "DISCARD_7")
+        assert bool(st.terminated[0])
+        assert parts(st, 0)["canastas"] == 300
+
+
 # ---- C29: asking the partner --------------------------------------------------------------------
 
 
@@ -569,7 +618,7 @@ def test_c29_no_ask_when_going_out_is_unreachable() -> None:
 def test_c29_yes_forces_going_out() -> None:
     """C29: ask -> partner (P2) answers -> play returns to P0, who after yes must go out."""
     st = _ask_state()
-    events = play(st, "ASK_PARTNER")
+    assert play(st, "ASK_PARTNER") & EV_ASK
     assert int(st.current_player[0]) == 2 and int(st.phase[0]) == PH_ANSWER
     assert legal(st) == {"ANSWER_YES", "ANSWER_NO"}
     play(st, "ANSWER_YES")
@@ -578,7 +627,6 @@ def test_c29_yes_forces_going_out() -> None:
     play(st, "MELD_NNN_5")
     assert legal(st) == discards("7")
     assert play(st, "DISCARD_7") & EV_WENT_OUT
-    assert events  # EV_ASK was raised by the question
 
 
 def test_c29_no_forbids_going_out() -> None:
@@ -596,7 +644,31 @@ def test_c29_ask_only_before_melding() -> None:
     st = _ask_state(p0="5 5 5 7 8 8 8")
     assert "ASK_PARTNER" in legal(st)
     play(st, "MELD_NNN_8")
-    assert legal(st) == {"ADD_NATURAL_8", "MELD_NNN_5"} | discards("5", "7", "8")
+    assert legal(st) == {"MELD_NNN_5"} | discards("5", "7")  # going out still reachable
+
+
+def test_c29_no_ask_with_one_card() -> None:
+    """C29: asking needs at least two cards: after a take that leaves one card (C19a) the player
+    can go out but may not ask."""
+    rules = load_rules("classic_4p", ask_partner=True)
+    st = scenario(rules, hands=four("Q Q"), melds={0: [K7]}, pile="7 Q")
+    play(st, "TAKE_PILE_PAIR")
+    assert legal(st) == discards("7")
+
+
+def test_c29_ask_after_a_take_is_allowed() -> None:
+    """C29: 'after the draw or take': the take's own meld does not use up the question."""
+    rules = load_rules("classic_4p", ask_partner=True)
+    st = scenario(rules, hands=four("Q Q 5 5"), melds={0: [K7]}, pile="5 Q")
+    play(st, "TAKE_PILE_PAIR")
+    assert legal(st) == {"MELD_NNN_5", "ASK_PARTNER"} | discards("5")
+
+
+@pytest.mark.parametrize("preset", ["classic_2p", "classic_3p"])
+def test_c29_no_ask_without_partners(preset: str) -> None:
+    """C29: 4-player partnerships only; the option is refused at 2 or 3 players."""
+    with pytest.raises(RulesError, match="partnership"):
+        load_rules(preset, ask_partner=True)
 
 
 # ---- C30: concealed going out -------------------------------------------------------------------
@@ -611,7 +683,8 @@ def test_c30_concealed_go_out_without_minimum(requires_min: bool, meld_ok: bool)
     a concealed go-out after a stock draw needs no minimum, so 4 4 4 may start (every melded
     card must then go out). With concealed_requires_minimum the meld is illegal."""
     rules = load_rules("classic_4p", concealed_requires_minimum=requires_min)
-    st = scenario(rules, hands=four("4 4 4 4 4 4 4 7"), melds={1: ["8 8 8"]}, phase="meld")
+    st = scenario(rules, hands=four("4 4 4 4 4 4 4 7", "T T"), melds={1: ["8 8 8"]},
+                  phase="meld")
     assert legal(st) == discards("4", "7") | ({"MELD_NNN_4"} if meld_ok else set())
     if not meld_ok:
         return
@@ -624,13 +697,14 @@ def test_c30_concealed_go_out_without_minimum(requires_min: bool, meld_ok: bool)
     events = play(st, "DISCARD_7")
     assert events & EV_WENT_OUT and events & EV_CONCEALED
     assert parts(st, 0) == {"melds": 35, "canastas": 500, "red_threes": 0, "going_out": 200,
-                            "hand": -12}  # P2 holds 6 6
+                            "hand": -10}  # P2 holds 6 6
 
 
 def test_c30_twin_pile_take_always_needs_the_minimum() -> None:
-    """C30 twin: the same 4s reached through the pile (Q... no: 4 4 + top 4) must reach 50 (C23),
-    so the take is illegal although a go-out would follow."""
-    st = scenario("classic_4p", hands=four("4 4 4 4 4 4 7"), melds={1: ["8 8 8"]}, pile="4")
+    """C30 twin: the same seven 4s reached by a pile take (top 4 + 4 4 held) must reach 50 (C23):
+    35 < 50, so the take is illegal although a go-out would follow it."""
+    st = scenario("classic_4p", hands=four("4 4 4 4 4 4 7", "T T"), melds={1: ["8 8 8"]},
+                  pile="4")
     assert legal(st) == {"DRAW_STOCK"}
 
 
@@ -674,7 +748,10 @@ def test_c30_concealed_bonus_legal_set() -> None:
 # ---- C31a: the last stock card is a red three ---------------------------------------------------
 
 # Wilds live in the pile (rest="pile"), so the pile is frozen; the top 9 cannot be taken by P0.
-LAST_R3 = dict(melds={0: ["K K K"], 1: ["Q Q Q"]}, pile="9", stock_top="R3", rest="pile")
+def _last_red3_state(rules: RuleSet | str, p0: str) -> State:
+    """One stock card left, a red three; the rest lies under a 9 in the (frozen) pile."""
+    return scenario(rules, hands=four(p0, "4", "6", "8"), melds={0: ["K K K"], 1: ["Q Q Q"]},
+                    pile="9", stock_top="R3", rest="pile")
 
 
 @pytest.mark.parametrize(
@@ -684,7 +761,7 @@ LAST_R3 = dict(melds={0: ["K K K"], 1: ["Q Q Q"]}, pile="9", stock_top="R3", res
 def test_c31a_last_card_red_three_may_meld_no_discard(p0: str, expected: set[str]) -> None:
     """C31a (may_meld_no_discard): the red three is laid down, then the player may meld but not
     the last card, may not discard, and ends the hand."""
-    st = scenario("classic_4p", hands=four(p0, "4", "6", "8"), **LAST_R3)
+    st = _last_red3_state("classic_4p", p0)
     assert int(st.stock_size[0]) == 1
     assert legal(st) == {"DRAW_STOCK"}
     events = play(st, "DRAW_STOCK")
@@ -711,7 +788,7 @@ def test_c31a_last_card_red_three_may_meld_no_discard(p0: str, expected: set[str
 def test_c31a_end_immediately() -> None:
     """C31a twin (option end_immediately, Regal): the hand ends with the draw."""
     rules = load_rules("classic_4p", last_card_red3="end_immediately")
-    st = scenario(rules, hands=four("5 5 5 7", "4", "6", "8"), **LAST_R3)
+    st = _last_red3_state(rules, "5 5 5 7")
     events = play(st, "DRAW_STOCK")
     assert events & EV_LAST_RED3 and events & EV_HAND_END
     assert bool(st.terminated[0]) and int(st.hand_end[0]) == HE_LAST_RED3
@@ -721,11 +798,12 @@ def test_c31a_end_immediately() -> None:
 
 @pytest.mark.parametrize(
     ("stock_top", "final"),
-    [("R3 A", True), ("A R3", False)],  # twin: the red three is replaced by the last card
+    [("A R3", True), ("R3 A", False)],  # twin: the red three is replaced by the last card
 )
 def test_c31a_only_when_the_red_three_is_the_last_card_taken(stock_top: str, final: bool) -> None:
-    """C31a/C7 (2p, draw 2): stock A then R3 (R3 last): final_meld. Twin: R3 first, replaced by
-    the A, the stock is gone before the second card: the player keeps the A and plays on."""
+    """C31a/C7 (2p, draw 2): the stock holds A then R3 (R3 taken last): final_meld. Twin: R3
+    first, replaced by the A, and the stock is gone before the second card: the player keeps the
+    A and plays on. (stock_top is written in drawing order, as the implementation reads it.)"""
     st = scenario("classic_2p", hands=["5 5 5 7", "4 4"], melds={0: ["K K K"], 1: ["Q Q Q"]},
                   pile="9", stock_top=stock_top, rest="pile")
     events = play(st, "DRAW_STOCK")
@@ -772,6 +850,24 @@ def test_c31b_empty_stock(case: str, mode: str, p0: str, p1: str, pile: str,
     st = scenario(rules, hands=four(p0, p1, "4 4", WILDS), melds={0: ["Q Q Q"], 1: ["K K K"]},
                   pile=pile, rest="pile")
     assert int(st.stock_size[0]) == 0
+    assert legal(st) == expected
+
+
+@pytest.mark.parametrize(("side1", "expected"), [
+    (["5 5 5"], {"TAKE_PILE_LAYOFF"}),  # the 5 discarded onto the pile fits P1's side meld
+    (["K K K"], {"END_HAND"}),  # twin: no 5 meld, no take: P1 ends the hand
+])
+def test_c31b_next_turn_starts_with_the_empty_stock(side1: list[str], expected: set[str]) -> None:
+    """C7/C31b: P0 draws the last stock card (an ace) and plays on; P1's turn starts with an empty
+    stock, so END_HAND replaces the draw unless the layoff take is compulsory."""
+    st = scenario("classic_4p", hands=four("5 6 7", WILDS, "4 4", WILDS),
+                  melds={0: ["Q Q Q"], 1: side1}, pile="9", stock_top="A", rest="pile")
+    assert legal(st) == {"DRAW_STOCK"}  # P0 holds no 9s to take the (unfrozen) pile
+    play(st, "DRAW_STOCK")
+    assert int(st.stock_size[0]) == 0 and int(st.phase[0]) == PH_MELD
+    assert legal(st) == discards("5", "6", "7", "A")
+    play(st, "DISCARD_5")
+    assert int(st.current_player[0]) == 1
     assert legal(st) == expected
 
 
@@ -844,8 +940,8 @@ def _game_state(scores: list[int], side1: list[str], tie_rule: str = "extra_hand
         ([4400, 0], ["Q Q Q"], "extra_hand", True, 0),  # 5080: side 0 wins
         ([4300, 0], ["Q Q Q"], "extra_hand", False, -2),  # twin: 4980, next hand
         ([4400, 4600], [Q7], "extra_hand", True, 1),  # both pass 5000: the higher (5160) wins
-        ([4400, 5060], ["Q Q Q"], "extra_hand", False, -2),  # tie at 5080: another hand
-        ([4400, 5060], ["Q Q Q"], "draw", True, -1),  # twin (option): a draw
+        ([4400, 4520], [Q7], "extra_hand", False, -2),  # tie at 5080: another hand
+        ([4400, 4520], [Q7], "draw", True, -1),  # twin (option): a draw
     ],
 )
 def test_c33_game_end(scores: list[int], side1: list[str], tie_rule: str, over: bool,
@@ -874,3 +970,15 @@ def test_c33_hand_episode_never_reports_a_game_result() -> None:
     events = play(st, "MELD_NNN_5")
     assert bool(st.terminated[0]) and not events & EV_GAME_END
     assert int(st.game_result[0]) == -2
+
+
+@pytest.mark.parametrize(("max_hands", "truncated"), [(1, True), (2, False)])
+def test_c33_max_hands_truncates(max_hands: int, truncated: bool) -> None:
+    """C33: max_hands stops a game that has not reached the target, reported as truncation."""
+    rules = load_rules("classic_4p", max_hands=max_hands)
+    st = scenario(rules, hands=four("5 5 5", "6", "4", "7"), melds={0: [K7], 1: ["Q Q Q"]},
+                  phase="meld", episode="game")
+    result = step_one(st, action_index("MELD_NNN_5"))
+    assert bool(result.truncated[0]) == truncated
+    assert not bool(result.terminated[0])
+    assert int(st.hand_number[0]) == (0 if truncated else 1)
