@@ -33,7 +33,6 @@ from canasta_env.engine.deal import start_turn
 from canasta_env.engine.layout import (
     F_DEALER,
     F_GAME_RESULT,
-    F_WENT_OUT,
     F_MAX_KIND,
     F_PHASE,
     F_PILE_FROZEN,
@@ -42,6 +41,7 @@ from canasta_env.engine.layout import (
     F_STOCK_LEN,
     F_TURN_FLAGS,
     F_TURN_VALUE,
+    F_WENT_OUT,
     O_CREDIT,
     O_DECKCOUNT,
     O_NEW,

@@ -24,11 +24,6 @@ init/act/step/observe/reset_rows: numba compiles the kernels on the very first r
 and caches them on disk (see ``canasta_env.engine``), so later runs only load them (a fraction of a
 second). ``python -m train.warmup`` fills the cache ahead of time.
 
-``observe`` is imported from ``canasta_env.engine.core``: the package attribute
-``canasta_env.engine.observe`` is replaced by the submodule ``canasta_env.engine.observe`` once the
-first ``observe`` call imports that submodule, so ``from canasta_env.engine import observe`` returns a
-module after that.
-
 This module imports nothing heavy at import time (the CLI's ``--help`` stays fast) and never
 imports torch.
 """
@@ -130,8 +125,7 @@ def compile_engine(rules: Any) -> float:
     start = time.perf_counter()
     import numpy as np
 
-    from canasta_env.engine import init, reset_rows, step
-    from canasta_env.engine.core import observe  # not from the package: see the module docstring
+    from canasta_env.engine import init, observe, reset_rows, step
     from canasta_env.policy import RandomAgent
 
     state = init(rules, 2, 0)
@@ -149,8 +143,7 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
     then ``stagger`` steps that spread the rows' hand ends (see ``desynchronise``)."""
     import numpy as np
 
-    from canasta_env.engine import init, reset_rows, step
-    from canasta_env.engine.core import observe  # not from the package: see the module docstring
+    from canasta_env.engine import init, observe, reset_rows, step
     from canasta_env.policy import RandomAgent
 
     state = init(rules, batch, seed)

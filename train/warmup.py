@@ -20,8 +20,15 @@ def warm(presets: tuple[str, ...] = PRESETS, steps: int = 8) -> float:
     start = time.perf_counter()
     import numpy as np
 
-    from canasta_env.engine import DealId, explicit_deal, init, init_from_deals, reset_rows, step
-    from canasta_env.engine.core import observe  # the package attribute can be the submodule
+    from canasta_env.engine import (
+        DealId,
+        explicit_deal,
+        init,
+        init_from_deals,
+        observe,
+        reset_rows,
+        step,
+    )
     from canasta_env.engine.render import render
     from canasta_env.policy import RandomAgent
 

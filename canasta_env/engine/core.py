@@ -404,7 +404,7 @@ def raise_illegal(state: State, b: int, action: int) -> None:
 
 def observe(state: State, players: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Observations ``(B, D)`` of each row from seat ``players[b]`` (observe.py lists the pieces)."""
-    from canasta_env.engine.observe import obs_dim, observe_kernel
+    from canasta_env.engine.observation import obs_dim, observe_kernel
 
     seats = np.broadcast_to(np.asarray(players, dtype=np.int64), (state.num_games,))
     if np.any((seats < 0) | (seats >= state.num_players)):

@@ -22,7 +22,7 @@ from canasta_env.engine import (
     step_one,
 )
 from canasta_env.engine.actions import decode, encode
-from canasta_env.engine.observe import bounds, layout_hash, obs_dim, pieces, views
+from canasta_env.engine.observation import bounds, layout_hash, obs_dim, pieces, views
 from canasta_env.engine.render import render
 from canasta_env.policy import RandomAgent
 from canasta_env.testing import keyed_actions

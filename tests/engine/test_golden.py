@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from scripts.make_golden import GOLDEN, PERFT_DEPTH, PRESETS, perft_table
 from canasta_env.testing import golden_playthrough
+from scripts.make_golden import GOLDEN, PERFT_DEPTH, PRESETS, perft_table
 
 
 @pytest.mark.parametrize("preset", PRESETS)

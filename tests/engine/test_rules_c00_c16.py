@@ -40,7 +40,7 @@ from canasta_env.engine.layout import (
     PART_NAMES,
     PHASE_NAMES,
 )
-from canasta_env.rules import RuleSet, RulesError, load_rules
+from canasta_env.rules import RulesError, RuleSet, load_rules
 from canasta_env.scenario import ScenarioError, parse_cards, scenario
 
 K = KIND_BY_NAME

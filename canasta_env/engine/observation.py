@@ -8,6 +8,7 @@ Never included: the stock order, other players' unknown cards.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import NamedTuple
 
@@ -92,6 +93,13 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
     """Length D of the observation vector."""
+    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]))
+
+
+@functools.cache
+def _obs_dim(num_players: int, num_sides: int) -> int:
+    params = np.zeros(P_NSIDES + 1, dtype=np.int32)
+    params[P_NPLAYERS], params[P_NSIDES] = num_players, num_sides
     return sum(int(np.prod(p.shape)) for p in pieces(params))
 
 
