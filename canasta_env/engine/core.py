@@ -63,6 +63,7 @@ from canasta_env.engine.layout import (
     ST_DONE,
     pack_params,
 )
+from canasta_env.engine.observation import obs_dim, observe_kernel
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -112,6 +113,14 @@ class State:
     @property
     def num_games(self) -> int:
         return int(self.data.shape[0])
+
+    @property
+    def all_rows(self) -> npt.NDArray[np.int64]:
+        """``arange(num_games)``, cached."""
+        cached = self.__dict__.get("_all_rows")
+        if cached is None or cached.shape[0] != self.num_games:
+            cached = self.__dict__["_all_rows"] = np.arange(self.num_games, dtype=np.int64)
+        return cached
 
     @property
     def num_players(self) -> int:
@@ -366,23 +375,31 @@ def reset_rows(state: State, rows: npt.ArrayLike) -> npt.NDArray[np.int32]:
     return events
 
 
-def step(state: State, actions: npt.ArrayLike) -> StepResult:
+def step(state: State, actions: npt.ArrayLike, rows: npt.ArrayLike | None = None) -> StepResult:
     """Apply one action per row, in place. Rows whose action is illegal are left unchanged and
-    flagged in ``illegal``; finished rows are no-ops."""
+    flagged in ``illegal``; finished rows are no-ops.
+
+    With ``rows``, only those rows step (``actions[i]`` for ``rows[i]``) and every returned array
+    is indexed like ``rows``; the other rows are untouched.
+    """
     acts = np.asarray(actions, dtype=np.int64).reshape(-1)
-    if acts.shape[0] != state.num_games:
-        raise ValueError(f"expected {state.num_games} actions, got {acts.shape[0]}")
-    rewards = np.zeros((state.num_games, state.num_players), dtype=np.float32)
-    status = np.zeros(state.num_games, dtype=np.int32)
-    events = np.zeros(state.num_games, dtype=np.int32)
-    kernels.step_kernel(state.data, state.legal_action_mask, state.params, acts, rewards, status,
-                        events)
+    idx = state.all_rows if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
+    if acts.shape[0] != idx.shape[0]:
+        raise ValueError(f"expected {idx.shape[0]} actions, got {acts.shape[0]}")
+    n = idx.shape[0]
+    rewards = np.zeros((n, state.num_players), dtype=np.float32)
+    status = np.zeros(n, dtype=np.int32)
+    events = np.zeros(n, dtype=np.int32)
+    kernels.step_kernel(state.data, state.legal_action_mask, state.params, idx, acts, rewards,
+                        status, events)
     if np.any(status == kernels.STEP_DEAD_END):
-        bad = int(np.flatnonzero(status == kernels.STEP_DEAD_END)[0])
+        bad = int(idx[np.flatnonzero(status == kernels.STEP_DEAD_END)[0]])
         raise RuntimeError(f"engine bug: row {bad} ({state.deal_id(bad)}) is live with no legal "
                            "action")
-    return StepResult(rewards, state.terminated, state.truncated,
-                      status == kernels.STEP_ILLEGAL, events)
+    terminated, truncated = state.terminated, state.truncated
+    if rows is not None:
+        terminated, truncated = terminated[idx], truncated[idx]
+    return StepResult(rewards, terminated, truncated, status == kernels.STEP_ILLEGAL, events)
 
 
 def step_one(state: State, action: int) -> StepResult:
@@ -402,15 +419,18 @@ def raise_illegal(state: State, b: int, action: int) -> None:
     raise IllegalActionError(f"row {b}: action {action} ({name}) is not legal; legal: {legal}")
 
 
-def observe(state: State, players: npt.ArrayLike) -> npt.NDArray[np.float32]:
-    """Observations ``(B, D)`` of each row from seat ``players[b]`` (observe.py lists the pieces)."""
-    from canasta_env.engine.observation import obs_dim, observe_kernel
-
-    seats = np.broadcast_to(np.asarray(players, dtype=np.int64), (state.num_games,))
-    if np.any((seats < 0) | (seats >= state.num_players)):
+def observe(state: State, players: npt.ArrayLike, rows: npt.ArrayLike | None = None
+            ) -> npt.NDArray[np.float32]:
+    """Observations ``(B, D)`` of each row from seat ``players[b]`` (observation.py lists the
+    pieces); with ``rows``, ``(len(rows), D)`` for those rows only."""
+    idx = state.all_rows if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
+    seats = np.asarray(players, dtype=np.int64)
+    if seats.ndim == 0 or seats.shape[0] != idx.shape[0]:
+        seats = np.broadcast_to(seats, idx.shape)
+    if seats.size and (seats.min() < 0 or seats.max() >= state.num_players):
         raise ValueError(f"players must be seats in [0, {state.num_players})")
-    out = np.empty((state.num_games, obs_dim(state.params)), dtype=np.float32)
-    observe_kernel(state.data, state.params, np.ascontiguousarray(seats), out)
+    out = np.empty((idx.shape[0], obs_dim(state.params)), dtype=np.float32)
+    observe_kernel(state.data, state.params, idx, np.ascontiguousarray(seats), out)
     return out
 
 

@@ -46,33 +46,35 @@ def _buffers(prm):
 
 
 @njit(cache=True)
-def step_kernel(data, masks, prm, actions, rewards, status, events):
-    """Apply ``actions[b]`` to every live row whose mask allows it; refresh those rows' masks."""
+def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
+    """Apply ``actions[i]`` to row ``rows[i]`` if it is live and its mask allows it; refresh that
+    row's mask. Outputs are indexed like ``rows``."""
     order_buf, scratch = _buffers(prm)
-    for b in range(data.shape[0]):
+    for i in range(rows.shape[0]):
+        b = rows[i]
         row = data[b]
-        rewards[b, :] = 0
-        events[b] = 0
+        rewards[i, :] = 0
+        events[i] = 0
         if row[F_STATUS] != ST_LIVE:
-            status[b] = STEP_NOOP
+            status[i] = STEP_NOOP
             continue
-        a = actions[b]
+        a = actions[i]
         if a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
-            status[b] = STEP_ILLEGAL
+            status[i] = STEP_ILLEGAL
             continue
         row[F_STEPS] += 1
         forced = row[F_PHASE] == PH_DRAW and row[F_STOCK_LEN] == 0 and not masks[b, END_HAND]
-        events[b] = apply_action(row, prm, a, rewards[b], order_buf)
+        events[i] = apply_action(row, prm, a, rewards[i], order_buf)
         if forced:
-            events[b] |= EV_FORCED_TAKE
+            events[i] |= EV_FORCED_TAKE
         if row[F_STATUS] == ST_LIVE and row[F_STEPS] >= prm[P_MAX_STEPS]:
             row[F_TRUNC] = 1
             row[F_HAND_END] = HE_STEP_CAP
             finish_episode(row)
         fill_mask(row, prm, masks[b], scratch)
-        status[b] = STEP_OK
+        status[i] = STEP_OK
         if row[F_STATUS] == ST_LIVE and not masks[b].any():
-            status[b] = STEP_DEAD_END
+            status[i] = STEP_DEAD_END
 
 
 @njit(cache=True)

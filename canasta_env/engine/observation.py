@@ -217,7 +217,7 @@ def _encode(row, prm, me, out):
 
 
 @njit(cache=True)
-def observe_kernel(data, prm, players, out):
-    """Encode row b from seat ``players[b]``'s view into ``out[b]``."""
-    for b in range(data.shape[0]):
-        _encode(data[b], prm, players[b], out[b])
+def observe_kernel(data, prm, rows, players, out):
+    """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]``."""
+    for i in range(rows.shape[0]):
+        _encode(data[rows[i]], prm, players[i], out[i])
