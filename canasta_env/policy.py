@@ -56,3 +56,59 @@ def random_act(observations: npt.NDArray[np.float32], legal_action_mask: npt.NDA
                rng: np.random.Generator) -> npt.NDArray[np.int64]:
     """Functional form of ``RandomAgent().act``."""
     return RandomAgent().act(observations, legal_action_mask, rng)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def mix64(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64 finaliser over an array (wrapping uint64 arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def stream_keys(seeds: npt.ArrayLike, indices: npt.ArrayLike, salt: int) -> npt.NDArray[np.uint64]:
+    """Keys of per-row streams for episode ``indices`` of env ``seeds`` (one stream per purpose
+    ``salt``), so a row's randomness depends only on its own seed and episode."""
+    s = np.asarray(seeds, dtype=np.uint64)
+    i = np.asarray(indices, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        k = mix64(s + _GOLDEN)
+        k = mix64(k ^ (i * np.uint64(0xBF58476D1CE4E5B9) + _GOLDEN))
+        return mix64(k ^ (np.uint64(salt) + _GOLDEN))
+
+
+class RowRandom:
+    """One counter-based uniform stream per row, usable where agents expect ``rng.random(B)``.
+
+    Row i's draws depend only on its key and how many draws it has made, so a row of a vectorized
+    env draws exactly what the same env alone draws (DESIGN.md: per-row streams keyed like deals).
+    ``subset(rows)`` gives a view that draws for, and advances, only those rows.
+    """
+
+    def __init__(self, keys: npt.NDArray[np.uint64], counters: npt.NDArray[np.uint64] | None = None,
+                 rows: npt.NDArray[np.int64] | None = None) -> None:
+        self.keys = keys
+        self.counters = np.zeros_like(keys) if counters is None else counters
+        self.rows = np.arange(keys.shape[0]) if rows is None else rows
+
+    def rekey(self, rows: npt.NDArray[np.int64], keys: npt.NDArray[np.uint64]) -> None:
+        """Start fresh streams for ``rows`` (a new episode)."""
+        self.keys[rows] = keys
+        self.counters[rows] = 0
+
+    def subset(self, rows: npt.ArrayLike) -> RowRandom:
+        """A view over ``rows`` (indices into this view)."""
+        return RowRandom(self.keys, self.counters, self.rows[np.asarray(rows, dtype=np.int64)])
+
+    def random(self, size: int | None = None) -> npt.NDArray[np.float64]:
+        """One uniform in [0, 1) per row of the view (``size`` must be the view's length)."""
+        n = self.rows.shape[0]
+        if size is not None and int(np.prod(size)) != n:
+            raise ValueError(f"RowRandom draws one number per row ({n} rows), asked for {size}")
+        with np.errstate(over="ignore"):
+            self.counters[self.rows] += np.uint64(1)
+            x = mix64(self.keys[self.rows] + self.counters[self.rows] * _GOLDEN)
+        return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)

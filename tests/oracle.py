@@ -31,8 +31,12 @@ rule); ``legal_action_names`` refuses other rule sets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+# The one engine import: the index of the header field counting this turn's meld actions (a pile
+# take is not one); C29 allows the question only before any. No State property exposes it.
+from canasta_env.engine.layout import F_TURN_MELDS
 
 # ---- cards (RULES.md C1-C3), written out here rather than imported from the engine -------------
 JK, TWO, R3, B3 = 0, 1, 2, 3
@@ -45,10 +49,6 @@ B3_SLOT = 12
 # phases and turn-flag bits of the State (docs: State properties)
 PH_DRAW, PH_MELD, PH_ANSWER, PH_FINAL, PH_OVER = 0, 1, 2, 3, 4
 FL_DREW, FL_TOOK, FL_ASKED, FL_YES, FL_NO = 1, 2, 4, 8, 16
-
-# the header field counting meld actions made this turn (a pile take does not count): C29 allows
-# the question only before any of them. Not exposed as a State property, so read by index.
-from canasta_env.engine.layout import F_TURN_MELDS  # noqa: E402  (a field index, not a rule)
 
 NEG = -(10**9)
 
@@ -119,7 +119,6 @@ class _Turn:
     took: bool = False
     yes: bool = False
     no: bool = False
-    cache: dict[Any, bool] = field(default_factory=dict, repr=False)
 
     def copy(self) -> _Turn:
         return _Turn(self.o, self.hand[:], self.nat[:], self.wild[:], self.b3, self.needs_min,
@@ -150,19 +149,18 @@ class _Turn:
     def side_has_meld(self) -> bool:
         return self.b3 > 0 or any(self.nat) or any(self.wild)
 
-    def key(self) -> tuple[Any, ...]:
-        return (tuple(self.hand), tuple(self.nat), tuple(self.wild), self.b3, self.needs_min,
-                self.minimum, self.tv, tuple(min(c, 99) for c in self.credit), self.drew,
-                self.took, self.yes, self.no)
-
     def can_finish(self, final_phase: bool = False) -> bool:
         if final_phase:
             return self.can_end_final()
         return (not self.no and self.can_go_out()) or (not self.yes and self.can_discard())
 
+    def min_met_now(self) -> bool:
+        """The minimum condition of a turn ending now without going out."""
+        return not self.needs_min or not self.side_has_meld() or self.tv >= self.minimum
+
     def _min_met_keeping(self, keep: int) -> bool:
         """Minimum condition of a turn that ends without going out, keeping ``keep`` cards."""
-        if not self.needs_min or not self.side_has_meld() or self.tv >= self.minimum:
+        if self.min_met_now():
             return True
         budget = sum(self.hand) - keep
         return budget > 0 and self.tv + self.max_value(budget) >= self.minimum
@@ -182,8 +180,9 @@ class _Turn:
         singles = [k for k in RANKS if hand[k] == 1 and self.nat[k - 4] == 0]
         if len(singles) > 1:
             return False
-        leftovers: list[int | None] = singles[:1] if singles else [None] + [
-            k for k in range(15) if hand[k] > 0]
+        leftovers: list[int | None] = [None] + [k for k in range(15) if hand[k] > 0]
+        if singles:
+            leftovers = [singles[0]]
         need_min = self.needs_min and (self.took or o.conc_min)
         for x in leftovers:
             melded = hand[:]
@@ -239,9 +238,12 @@ class _Turn:
         """Most value (C16 with C17 credit) the hand can still meld in valid melds using at most
         ``budget`` cards, without black threes (they are melded only when going out)."""
         o, hand, credit = self.o, self.hand, self.credit
-        wild_values = sorted([50] * min(hand[JK], credit[JK]) + [0] * (hand[JK] - min(hand[JK], credit[JK]))
-                             + [20] * min(hand[TWO], credit[TWO])
-                             + [0] * (hand[TWO] - min(hand[TWO], credit[TWO])), reverse=True)
+        # the best w wilds to meld are the w most valuable (credited jokers, credited twos, rest)
+        wild_values = []
+        for kind in (JK, TWO):
+            counted = min(hand[kind], credit[kind])
+            wild_values += [VALUE[kind]] * counted + [0] * (hand[kind] - counted)
+        wild_values.sort(reverse=True)
         total_wilds = len(wild_values)
         prefix = [0]
         for v in wild_values:
@@ -324,7 +326,6 @@ def _turn_of(state: Any, b: int, o: _Opts, player: int) -> _Turn:
 
 def _meld_actions(t: _Turn, final_phase: bool) -> set[str]:
     """Meld and add actions legal for turn ``t`` (meld or final_meld phase)."""
-    o = t.o
     out: set[str] = set()
 
     def try_play(name: str, slot: int, cards: list[tuple[int, int]], wild_add: int = 0) -> None:
@@ -359,7 +360,6 @@ def _meld_actions(t: _Turn, final_phase: bool) -> set[str]:
         try_play("MELD_NNN_B3", B3_SLOT, [(B3, 3)])
     else:
         try_play("ADD_NATURAL_B3", B3_SLOT, [(B3, 1)])
-    _ = o
     return out
 
 
@@ -407,7 +407,7 @@ def _take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
         u.wild[s] += wild_add
         if not u.meld_valid(s):
             continue
-        u.hand = [h + r for h, r in zip(u.hand, rest)]  # credit stays: pile cards never count
+        u.hand = [u.hand[k] + rest[k] for k in range(15)]  # credit stays: pile cards never count
         if u.can_finish():
             out.add(name)
     return out
@@ -442,7 +442,7 @@ def legal_action_names(state: Any, b: int = 0) -> set[str]:
     t = _turn_of(state, b, o, player)
     if phase == PH_FINAL:  # C31a: meld keeping a card, then END_HAND
         out |= _meld_actions(t, final_phase=True)
-        if t.can_end_final():
+        if sum(t.hand) >= 1 and t.b3 == 0 and t.min_met_now():
             out.add("END_HAND")
         return out
     # meld phase
@@ -452,8 +452,7 @@ def legal_action_names(state: Any, b: int = 0) -> set[str]:
         if t.hand[k] == 0:
             continue
         if size >= 2:
-            ok = not t.yes and t.b3 == 0 and (
-                not t.needs_min or not t.side_has_meld() or t.tv >= t.minimum)
+            ok = not t.yes and t.b3 == 0 and t.min_met_now()
         else:  # discarding the last card goes out
             u = t.copy()
             u.hand[k] -= 1

@@ -1,0 +1,286 @@
+"""One learner against injected agents, over a batch of engine rows: the loop that the Gymnasium
+env, its VectorEnv and the SB3 VecEnv share, so the three adapters only translate.
+
+Every row is an independent env. After each learner action the row's other seats are played by
+the opponent agent (and partner seats by ``partners`` if given) until the learner is to move again
+or the episode ends; with ``skip_forced``, learner decisions that have exactly one legal action
+are applied too and counted. Randomness (the learner's seat, the agents' sampling) comes from
+per-row streams keyed by the env's seed and episode number (``policy.RowRandom``), so row i of a
+batch plays exactly what the same env alone plays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from canasta_env.engine import IllegalActionError, State, init, observe, reset_rows, step
+from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
+from canasta_env.engine.layout import F_DEAL_INDEX
+from canasta_env.policy import Agent, RandomAgent, RowRandom, stream_keys
+from canasta_env.rules import RuleSet, load_rules
+
+SEAT_SALT, AGENT_SALT = 0x5EA7, 0xA6E7
+REWARD_MODES = ("margin", "win_loss")
+ILLEGAL_POLICIES = ("terminate", "raise")
+
+
+def side_meld_values(state: State) -> npt.NDArray[np.int64]:
+    """(B, sides) card value of each side's melds (the shaping potential's raw material)."""
+    slot_values = np.where(SLOT_KIND >= 0, CARD_VALUES[np.maximum(SLOT_KIND, 0)], 0)
+    return ((state.meld_naturals * slot_values).sum(axis=2)
+            + state.meld_jokers.sum(axis=2) * CARD_VALUES[JOKER]
+            + state.meld_twos.sum(axis=2) * CARD_VALUES[TWO]).astype(np.int64)
+
+
+def default_reward_scale(rules: RuleSet) -> float:
+    """1/1000 for classic targets, 1/5000 for the 20000-point variants (DESIGN.md)."""
+    return 1 / 5000 if rules.target_score >= 20000 else 1 / 1000
+
+
+@dataclass
+class LearnerConfig:
+    """Everything fixed when a learner env is constructed (DESIGN.md: rules fixed at construction).
+
+    Attributes:
+        rules: the rule set (a preset name is resolved).
+        opponent: agent for the other sides' seats (uniform random by default).
+        partners: agent for the learner's partner seats; ``None``: the learner plays them.
+        learner_seat: fixed seat, or ``None`` to draw one per episode.
+        illegal_action: ``"terminate"`` (episode ends with ``illegal_reward``) or ``"raise"``.
+        skip_forced: apply learner decisions that have one legal action automatically.
+        reward_mode: ``"margin"`` (scaled hand-score margin) or ``"win_loss"`` (+1/0/-1 per hand).
+        reward_scale: points to reward; default 1/1000 (1/5000 for 20000-point targets).
+        shaping: weight of the potential (own side's melded card value minus the best other
+            side's, scaled); potential-based, so a hand's rewards still sum to its scaled margin.
+        episode: ``"hand"`` or ``"game"`` (hands to the target).
+        illegal_reward: reward of an illegal action under ``"terminate"``.
+    """
+
+    rules: RuleSet | str = "classic_2p"
+    opponent: Agent = field(default_factory=RandomAgent)
+    partners: Agent | None = None
+    learner_seat: int | None = None
+    illegal_action: str = "terminate"
+    skip_forced: bool = True
+    reward_mode: str = "margin"
+    reward_scale: float | None = None
+    shaping: float = 0.0
+    episode: str = "hand"
+    illegal_reward: float = -1.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rules, str):
+            self.rules = load_rules(self.rules)
+        for name, value, allowed in (("illegal_action", self.illegal_action, ILLEGAL_POLICIES),
+                                     ("reward_mode", self.reward_mode, REWARD_MODES),
+                                     ("episode", self.episode, ("hand", "game"))):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        n = self.rules.num_players
+        if self.learner_seat is not None and not 0 <= self.learner_seat < n:
+            raise ValueError(f"learner_seat must be in [0, {n}), got {self.learner_seat}")
+        if self.reward_scale is None:
+            self.reward_scale = default_reward_scale(self.rules)
+
+
+@dataclass
+class StepOut:
+    """What a batch step returns, per row."""
+
+    obs: npt.NDArray[np.float32]
+    rewards: npt.NDArray[np.float64]
+    terminated: npt.NDArray[np.bool_]
+    truncated: npt.NDArray[np.bool_]
+    forced: npt.NDArray[np.int64]
+    illegal: npt.NDArray[np.bool_]
+
+
+class LearnerBatch:
+    """``num_envs`` learner envs on one engine batch."""
+
+    def __init__(self, config: LearnerConfig, num_envs: int) -> None:
+        self.config = config
+        self.rules: RuleSet = config.rules  # type: ignore[assignment]
+        self.num_envs = num_envs
+        self.state: State | None = None
+        self.seeds = np.zeros(num_envs, dtype=np.uint64)
+        self.seat = np.zeros(num_envs, dtype=np.int64)
+        self.illegal_done = np.zeros(num_envs, dtype=bool)
+        self.potential = np.zeros(num_envs, dtype=np.float64)
+        self.agent_rng = RowRandom(np.zeros(num_envs, dtype=np.uint64))
+        n, sides = self.rules.num_players, self.rules.num_sides
+        self.num_players, self.num_sides = n, sides
+
+    # ---- episodes ------------------------------------------------------------------------
+    def reset(self, seeds: npt.ArrayLike) -> None:
+        """Start every env on the first deal of its seed: env i plays DealId(seeds[i], 0, 0)."""
+        self.seeds = np.asarray(seeds, dtype=np.uint64).reshape(self.num_envs)
+        self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode)
+        self._start(np.arange(self.num_envs))
+
+    def reset_rows(self, rows: npt.NDArray[np.int64]) -> None:
+        """Start the listed envs' next deals (same seed, next episode index)."""
+        if rows.size:
+            reset_rows(self.require_state(), rows)
+            self._start(rows)
+
+    def _start(self, rows: npt.NDArray[np.int64]) -> None:
+        state = self.require_state()
+        while rows.size:
+            index = state.data[rows, F_DEAL_INDEX].astype(np.uint64)
+            if self.config.learner_seat is None:
+                u = RowRandom(stream_keys(self.seeds[rows], index, SEAT_SALT)).random()
+                self.seat[rows] = np.minimum((u * self.num_players).astype(np.int64),
+                                             self.num_players - 1)
+            else:
+                self.seat[rows] = self.config.learner_seat
+            self.agent_rng.rekey(rows, stream_keys(self.seeds[rows], index, AGENT_SALT))
+            self.illegal_done[rows] = False
+            self.potential[rows] = 0.0
+            self._advance(rows)
+            # A deal whose hand ends before the learner's first decision is skipped.
+            over = rows[self.done[rows]]
+            if over.size:
+                reset_rows(state, over)
+            rows = over
+        self.potential[:] = self._potential(np.arange(self.num_envs))
+
+    def require_state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("reset() must be called before step()")
+        return self.state
+
+    # ---- views -----------------------------------------------------------------------------
+    @property
+    def done(self) -> npt.NDArray[np.bool_]:
+        state = self.require_state()
+        return state.terminated | state.truncated | self.illegal_done
+
+    def controlled(self, rows: npt.NDArray[np.int64], seats: npt.NDArray[np.int64]
+                   ) -> npt.NDArray[np.bool_]:
+        """Whether the learner plays ``seats`` in ``rows``."""
+        mine = seats == self.seat[rows]
+        if self.config.partners is None:
+            mine |= (seats % self.num_sides) == (self.seat[rows] % self.num_sides)
+        return mine
+
+    def acting_seat(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The learner's seat to observe from: the seat to move if the learner plays it."""
+        state = self.require_state()
+        cur = state.current_player[rows].astype(np.int64)
+        use = self.controlled(rows, cur) & ~self.done[rows]
+        return np.where(use, cur, self.seat[rows])
+
+    def observations(self, rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
+        rows = np.arange(self.num_envs) if rows is None else rows
+        return observe(self.require_state(), self.acting_seat(rows), rows=rows)
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """(n, A) legal actions of the learner in each env (all false when an episode is over)."""
+        mask = self.require_state().legal_action_mask.copy()
+        mask[self.done] = False
+        return mask
+
+    # ---- stepping ----------------------------------------------------------------------------
+    def step(self, actions: npt.ArrayLike) -> StepOut:
+        """Apply the learner's action in every live env, then play others until it moves again."""
+        state = self.require_state()
+        acts = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        rows = np.flatnonzero(~self.done)
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        in_range = (acts[rows] >= 0) & (acts[rows] < state.num_actions)
+        legal = np.zeros(rows.size, dtype=bool)
+        legal[in_range] = state.legal_action_mask[rows[in_range], acts[rows[in_range]]]
+        bad = rows[~legal]
+        if bad.size and self.config.illegal_action == "raise":
+            b = int(bad[0])
+            a = int(acts[b])
+            name = ACTION_NAMES[a] if 0 <= a < len(ACTION_NAMES) else "out of range"
+            legal_names = ", ".join(f"{x} {ACTION_NAMES[x]}" for x in state.legal_actions(b))
+            raise IllegalActionError(f"env {b}: action {a} ({name}) is not legal; legal: "
+                                     f"{legal_names}")
+        illegal = np.zeros(self.num_envs, dtype=bool)
+        illegal[bad] = True
+        self.illegal_done[bad] = True
+        rewards[bad] = self.config.illegal_reward
+        good = rows[legal]
+        if good.size:
+            result = step(state, acts[good], rows=good)
+            rewards[good] += self._learner_reward(good, result.rewards)
+        forced = np.zeros(self.num_envs, dtype=np.int64)
+        live = rows[legal]
+        extra, forced_live = self._advance(live)
+        rewards[live] += extra
+        forced[live] = forced_live
+        if self.config.shaping:
+            new = self._potential(rows)
+            new[self.done[rows]] = 0.0
+            rewards[rows] += new - self.potential[rows]
+            self.potential[rows] = new
+        terminated = state.terminated | self.illegal_done
+        return StepOut(self.observations(), rewards, terminated.copy(),
+                       state.truncated & ~terminated, forced, illegal)
+
+    def _learner_reward(self, rows: npt.NDArray[np.int64], points: npt.NDArray[np.float32]
+                        ) -> npt.NDArray[np.float64]:
+        mine = points[np.arange(rows.size), self.seat[rows]].astype(np.float64)
+        if self.config.reward_mode == "win_loss":
+            return np.sign(mine)
+        return mine * float(self.config.reward_scale)  # type: ignore[arg-type]
+
+    def _potential(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        if not self.config.shaping:
+            return np.zeros(rows.size)
+        values = side_meld_values(self.require_state())[rows]  # (n, sides)
+        mine = self.seat[rows] % self.num_sides
+        own = values[np.arange(rows.size), mine]
+        values[np.arange(rows.size), mine] = np.iinfo(np.int32).min
+        best_other = values.max(axis=1)
+        return (own - best_other) * float(self.config.reward_scale) * self.config.shaping  # type: ignore[arg-type]
+
+    def _advance(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
+                                                            npt.NDArray[np.int64]]:
+        """Play other seats (and forced learner decisions) until the learner must choose."""
+        state = self.require_state()
+        reward = np.zeros(rows.size, dtype=np.float64)
+        forced = np.zeros(rows.size, dtype=np.int64)
+        while True:
+            live = ~self.done[rows]
+            cur = state.current_player[rows].astype(np.int64)
+            mine = self.controlled(rows, cur)
+            others = live & ~mine
+            one = live & mine & (state.legal_action_mask[rows].sum(axis=1) == 1)
+            auto = one if self.config.skip_forced else np.zeros_like(one)
+            todo = np.flatnonzero(others | auto)
+            if not todo.size:
+                return reward, forced
+            acts = np.empty(todo.size, dtype=np.int64)
+            is_auto = auto[todo]
+            acts[is_auto] = state.legal_action_mask[rows[todo[is_auto]]].argmax(axis=1)
+            for agent, pick in self._agent_groups(rows, cur, todo[~is_auto]):
+                sub = rows[pick]
+                obs = observe(state, cur[pick], rows=sub)
+                chosen = np.asarray(agent.act(obs, state.legal_action_mask[sub],
+                                              self.agent_rng.subset(sub)))  # type: ignore[arg-type]
+                acts[np.searchsorted(todo, pick)] = chosen
+            result = step(state, acts, rows=rows[todo])
+            if result.illegal.any():
+                b = int(rows[todo[np.flatnonzero(result.illegal)[0]]])
+                raise IllegalActionError(f"an injected agent chose an illegal action in env {b}")
+            reward[todo] += self._learner_reward(rows[todo], result.rewards)
+            forced[todo[is_auto]] += 1
+
+    def _agent_groups(self, rows: npt.NDArray[np.int64], cur: npt.NDArray[np.int64],
+                      pick: npt.NDArray[np.int64]) -> list[tuple[Agent, npt.NDArray[np.int64]]]:
+        if not pick.size:
+            return []
+        partners = self.config.partners
+        if partners is None:
+            return [(self.config.opponent, pick)]
+        own_side = (cur[pick] % self.num_sides) == (self.seat[rows[pick]] % self.num_sides)
+        groups = [(partners, pick[own_side]), (self.config.opponent, pick[~own_side])]
+        return [(agent, p) for agent, p in groups if p.size]
