@@ -1,0 +1,187 @@
+"""PettingZoo AEC env ``canasta_v0`` over a batch of one game.
+
+Agents ``player_0 ..``; every decision of a turn is exposed (a turn is several decisions by the same
+agent, so there is no Parallel API). Observation: ``{"observation": float32 (D,), "action_mask":
+int8 (A,)}`` (the mask is all zero for agents not to move; also in ``infos[agent]["action_mask"]``).
+Rewards are set for every agent when a hand is scored: its side's hand score minus the best other
+side's, times ``reward_scale`` (or +1/0/-1). An episode is a hand, or a game with
+``episode="game"``; truncation only from the engine's step cap.
+
+Version history: v0 - first release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from canasta_env.engine import (
+    ACTION_NAMES,
+    NUM_ACTIONS,
+    DealId,
+    State,
+    init_from_deals,
+    observe,
+    step_one,
+)
+from canasta_env.engine.observation import bounds
+from canasta_env.engine.render import render
+from canasta_env.learner import REWARD_MODES, default_reward_scale
+from canasta_env.rules import RuleSet, load_rules
+
+
+def env(rules: Any = "classic_4p", **options: Any) -> AECEnv:
+    """``raw_env`` behind PettingZoo's standard wrappers: an illegal move ends the game with -1
+    for the offender; out-of-range actions assert; calls must follow the AEC order."""
+    aec: AECEnv = raw_env(rules, **options)
+    aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """Canasta for ``num_players`` agents; an illegal move raises ``IllegalActionError``.
+
+    Args:
+        rules: preset name, YAML path or ``RuleSet``.
+        render_mode: ``"ansi"`` or ``"human"``: the view of the agent to move.
+        omniscient_render: render every hand and the pile contents (debugging).
+        episode: ``"hand"`` or ``"game"``.
+        reward_mode, reward_scale: as for ``Canasta-v0``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "canasta_v0",
+                "is_parallelizable": False, "render_fps": 4}
+
+    def __init__(self, rules: Any = "classic_4p", render_mode: str | None = None, *,
+                 omniscient_render: bool = False, episode: str = "hand",
+                 reward_mode: str = "margin", reward_scale: float | None = None) -> None:
+        super().__init__()
+        self.rules: RuleSet = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if episode not in ("hand", "game"):
+            raise ValueError(f"episode must be 'hand' or 'game', got {episode!r}")
+        self.render_mode = render_mode
+        self.omniscient_render = omniscient_render
+        self.episode = episode
+        self.reward_mode = reward_mode
+        self.reward_scale = default_reward_scale(self.rules) if reward_scale is None else reward_scale
+        n = self.rules.num_players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        self.state: State | None = None
+        self._base_seed: int | None = None
+        self._episode_index = 0
+        low, high = bounds(init_from_deals(self.rules, [DealId(0, 0, 0)]).params)
+        obs_space = spaces.Dict({
+            "observation": spaces.Box(low, high, dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), dtype=np.int8),
+        })
+        self._obs_spaces = {a: obs_space for a in self.possible_agents}
+        self._act_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_spaces[agent]
+
+    @staticmethod
+    def action_to_string(action: int) -> str:
+        """Readable name of an action, e.g. ``MELD_NNN_K``."""
+        return ACTION_NAMES[int(action)]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k)."""
+        if options:
+            warnings.warn(f"canasta_v0 takes no reset options; ignored {options!r}", stacklevel=2)
+        if seed is not None or self._base_seed is None:
+            self._base_seed = int(seed) if seed is not None else int(
+                np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+            self._episode_index = 0
+        else:
+            self._episode_index += 1
+        self.state = init_from_deals(self.rules, [DealId(self._base_seed, 0, self._episode_index)],
+                                     episode=self.episode)
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._sync()
+
+    def _state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("reset() must be called first")
+        return self.state
+
+    def _mask(self, agent: str) -> npt.NDArray[np.int8]:
+        state = self._state()
+        seat = self.agent_name_mapping[agent]
+        if int(state.current_player[0]) != seat or state.terminated[0] or state.truncated[0]:
+            return np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return state.legal_action_mask[0].astype(np.int8)
+
+    def _sync(self) -> None:
+        state = self._state()
+        self.agent_selection = self.possible_agents[int(state.current_player[0])]
+        for a in self.agents:
+            self.infos[a] = {"action_mask": self._mask(a)}
+
+    def observe(self, agent: str) -> dict[str, npt.NDArray[Any]]:
+        seat = self.agent_name_mapping[agent]
+        return {"observation": observe(self._state(), [seat])[0], "action_mask": self._mask(agent)}
+
+    def step(self, action: int) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        state = self._state()
+        self._cumulative_rewards[agent] = 0.0
+        result = step_one(state, int(action))
+        self.rewards = {a: 0.0 for a in self.agents}
+        if result.events[0] & 1:  # a hand was scored (engine EV_HAND_END)
+            points = result.rewards[0]
+            for a in self.agents:
+                p = float(points[self.agent_name_mapping[a]])
+                self.rewards[a] = float(np.sign(p)) if self.reward_mode == "win_loss" else (
+                    p * self.reward_scale)
+        if result.terminated[0] or result.truncated[0]:
+            for a in self.agents:
+                self.terminations[a] = bool(result.terminated[0])
+                self.truncations[a] = bool(result.truncated[0])
+            self._accumulate_rewards()
+            self.agent_selection = self.possible_agents[int(state.current_player[0])]
+            for a in self.agents:
+                self.infos[a] = {"action_mask": np.zeros(NUM_ACTIONS, dtype=np.int8)}
+        else:
+            self._sync()
+            self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            warnings.warn("render() called without a render_mode", stacklevel=2)
+            return None
+        state = self._state()
+        player = None if self.omniscient_render else int(state.current_player[0])
+        text = render(state, 0, player=player)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        self.state = None
