@@ -11,7 +11,7 @@ from typing import Any
 
 import gymnasium
 
-from canasta_env.rules import RuleSet, RulesError, load_rules, preset_names
+from canasta_env.rules import RulesError, RuleSet, load_rules, preset_names
 
 __version__ = "0.1.0"
 

@@ -338,3 +338,51 @@ def perft(rules: RuleSet | str, deal: DealId, depth: int) -> list[int]:
         live = np.flatnonzero(~(result.terminated | result.truncated))
         frontier = clone(frontier, live)
     return counts
+
+
+def resample_hidden(state: State, player: int, rng: np.random.Generator) -> State:
+    """A copy of a batch-of-one state with everything ``player`` cannot see redealt: the stock and
+    the unknown part of every other hand are shuffled together and dealt back in the same sizes,
+    so hand sizes, known cards, melds, the pile and all public counts are unchanged."""
+    if state.num_games != 1:
+        raise ValueError("resample_hidden takes a batch of one game")
+    out = clone(state)
+    hands, known = out.hands[0], out.known[0]
+    others = [p for p in range(out.num_players) if p != player]
+    unknown = {p: hands[p] - known[p] for p in others}
+    stock = out.stock(0)
+    pool = np.concatenate([np.repeat(np.arange(NUM_KINDS), unknown[p]) for p in others]
+                          + [stock.astype(np.int64)])
+    rng.shuffle(pool)
+    pos = 0
+    for p in others:
+        size = int(unknown[p].sum())
+        hands[p] = known[p] + np.bincount(pool[pos: pos + size], minlength=NUM_KINDS)
+        pos += size
+    stock[:] = pool[pos:]
+    out.refresh_mask()
+    return out
+
+
+def rotate_seats(state: State, k: int) -> State:
+    """A copy of the state with every seat p moved to seat p + k (whole sides in partnerships:
+    ``k`` must keep partners together, which any k does when sides alternate)."""
+    out = clone(state)
+    n, sides = state.num_players, state.num_sides
+    seat_perm = [(p - k) % n for p in range(n)]  # new seat q holds old seat q - k
+    side_perm = [(s - k) % sides for s in range(sides)]
+    for name in ("hands", "known"):
+        getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
+    for name in ("red_threes", "has_melded"):
+        getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
+    for name in ("meld_naturals", "meld_jokers", "meld_twos", "opened", "scores", "hand_scores",
+                 "score_parts"):
+        getattr(out, name)[:] = getattr(state, name)[:, side_perm]
+    for field_view in (out.current_player, out.dealer):
+        field_view[:] = (field_view + k) % n
+    asker = out.asker
+    asker[:] = np.where(asker >= 0, (asker + k) % n, asker)
+    went = out.went_out
+    went[:] = np.where(went >= 0, (went + k) % n, went)
+    out.refresh_mask()
+    return out
