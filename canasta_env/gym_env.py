@@ -66,7 +66,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
         self._core = LearnerBatch(_config(rules, options), 1)
-        self.observation_space, self.action_space = _spaces(self._core)
+        self.observation_space, self.action_space = _spaces(self._core)  # type: ignore[assignment]
         self._base_seed: int | None = None
 
     @property

@@ -64,8 +64,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                  reward_mode: str = "margin", reward_scale: float | None = None) -> None:
         super().__init__()
         self.rules: RuleSet = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if render_mode is not None and render_mode not in ("ansi", "human"):
+            raise ValueError(f"render_mode must be 'ansi' or 'human', got {render_mode!r}")
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if episode not in ("hand", "game"):
@@ -117,7 +117,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self._sync()
 
     def _state(self) -> State:
