@@ -20,7 +20,7 @@ from canasta_env.engine import IllegalActionError, State, init, observe, reset_r
 from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
 from canasta_env.engine.layout import F_DEAL_INDEX
-from canasta_env.policy import Agent, RandomAgent, RowRandom, stream_keys
+from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
 SEAT_SALT, AGENT_SALT = 0x5EA7, 0xA6E7
@@ -244,35 +244,47 @@ class LearnerBatch:
 
     def _advance(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
                                                             npt.NDArray[np.int64]]:
-        """Play other seats (and forced learner decisions) until the learner must choose."""
+        """Play other seats (and forced learner decisions) until the learner must choose.
+
+        Only rows that just moved can need another move, so the working set shrinks each round.
+        """
         state = self.require_state()
         reward = np.zeros(rows.size, dtype=np.float64)
         forced = np.zeros(rows.size, dtype=np.int64)
-        while True:
-            live = ~self.done[rows]
-            cur = state.current_player[rows].astype(np.int64)
-            mine = self.controlled(rows, cur)
+        where = np.arange(rows.size)  # positions in ``rows`` still being advanced
+        while where.size:
+            act_rows = rows[where]
+            live = ~self.done[act_rows]
+            cur = state.current_player[act_rows].astype(np.int64)
+            mine = self.controlled(act_rows, cur)
             others = live & ~mine
-            one = live & mine & (state.legal_action_mask[rows].sum(axis=1) == 1)
-            auto = one if self.config.skip_forced else np.zeros_like(one)
+            auto = live & mine
+            if self.config.skip_forced:
+                auto &= legal_counts(state.legal_action_mask, act_rows) == 1
+            else:
+                auto[:] = False
             todo = np.flatnonzero(others | auto)
             if not todo.size:
-                return reward, forced
+                break
             acts = np.empty(todo.size, dtype=np.int64)
             is_auto = auto[todo]
-            acts[is_auto] = state.legal_action_mask[rows[todo[is_auto]]].argmax(axis=1)
-            for agent, pick in self._agent_groups(rows, cur, todo[~is_auto]):
-                sub = rows[pick]
-                obs = observe(state, cur[pick], rows=sub)
+            acts[is_auto] = state.legal_action_mask[act_rows[todo[is_auto]]].argmax(axis=1)
+            for agent, pick in self._agent_groups(act_rows, cur, todo[~is_auto]):
+                sub = act_rows[pick]
+                obs = (observe(state, cur[pick], rows=sub)
+                       if getattr(agent, "needs_observations", True)
+                       else np.empty((sub.size, 0), dtype=np.float32))
                 chosen = np.asarray(agent.act(obs, state.legal_action_mask[sub],
                                               self.agent_rng.subset(sub)))  # type: ignore[arg-type]
                 acts[np.searchsorted(todo, pick)] = chosen
-            result = step(state, acts, rows=rows[todo])
+            result = step(state, acts, rows=act_rows[todo])
             if result.illegal.any():
-                b = int(rows[todo[np.flatnonzero(result.illegal)[0]]])
+                b = int(act_rows[todo[np.flatnonzero(result.illegal)[0]]])
                 raise IllegalActionError(f"an injected agent chose an illegal action in env {b}")
-            reward[todo] += self._learner_reward(rows[todo], result.rewards)
-            forced[todo[is_auto]] += 1
+            where = where[todo]
+            reward[where] += self._learner_reward(rows[where], result.rewards)
+            forced[where[is_auto]] += 1
+        return reward, forced
 
     def _agent_groups(self, rows: npt.NDArray[np.int64], cur: npt.NDArray[np.int64],
                       pick: npt.NDArray[np.int64]) -> list[tuple[Agent, npt.NDArray[np.int64]]]:

@@ -14,10 +14,24 @@ from numba import njit
 
 
 class Agent(Protocol):
-    """Batched agent: sees only observations and masks, never the engine state."""
+    """Batched agent: sees only observations and masks, never the engine state.
+
+    An agent may set ``needs_observations = False`` (the random agent does) so that env loops can
+    skip encoding observations for it.
+    """
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]: ...
+
+
+@njit(cache=True)
+def legal_counts(mask, rows):
+    """Number of legal actions of each listed row."""
+    out = np.zeros(rows.shape[0], np.int64)
+    for i in range(rows.shape[0]):
+        for a in range(mask.shape[1]):
+            out[i] += mask[rows[i], a]
+    return out
 
 
 @njit(cache=True)
@@ -45,6 +59,7 @@ class RandomAgent:
     """Uniform over legal actions: one uniform draw per row from ``rng``."""
 
     name = "random"
+    needs_observations = False  # callers may pass an empty (B, 0) array
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]:
