@@ -24,13 +24,13 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from canasta_env.engine import NUM_ACTIONS
+from canasta_env.engine import NUM_ACTIONS, DealId, ExplicitDeal
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from canasta_env.policy import Agent
 
-RESET_OPTIONS = ("learner_seat",)
+RESET_OPTIONS = ("learner_seat", "deal")
 
 
 def _spaces(batch: LearnerBatch) -> tuple[gym.spaces.Box, gym.spaces.Discrete]:
@@ -77,15 +77,15 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
               ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k)."""
         super().reset(seed=seed)
-        seat = _seat_option(options)
-        if seat is not None:
-            self._core.config.learner_seat = seat
+        seat, deal = _episode_options(options)
         if seed is not None or self._base_seed is None:
             self._base_seed = int(seed) if seed is not None else int(
                 self.np_random.integers(0, 2**63 - 1))
-            self._core.reset([self._base_seed])
+            self._core.reset([self._base_seed], seat)
+            if deal is not None:
+                self._core.reset_rows(np.array([0]), deal, seat)
         else:
-            self._core.reset_rows(np.array([0]))
+            self._core.reset_rows(np.array([0]), deal, seat)
         return self._core.observations()[0], self._info()
 
     def step(self, action: int) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
@@ -117,19 +117,23 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         return None
 
 
-def _seat_option(options: dict[str, Any] | None) -> int | None:
+def _episode_options(options: dict[str, Any] | None) -> tuple[int | None, Any]:
+    """Per-episode reset options: ``learner_seat`` and ``deal`` (a DealId or ExplicitDeal)."""
     if not options:
-        return None
+        return None, None
     if not isinstance(options, dict):
         warnings.warn(f"reset options must be a dict, got {type(options).__name__}; ignored",
                       stacklevel=3)
-        return None
+        return None, None
     unknown = sorted(set(options) - set(RESET_OPTIONS))
     if unknown:
         warnings.warn(f"unknown reset options {unknown} ignored; known: {list(RESET_OPTIONS)}",
                       stacklevel=3)
     seat = options.get("learner_seat")
-    return None if seat is None else int(seat)
+    deal = options.get("deal")
+    if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
+        deal = DealId(*deal)
+    return (None if seat is None else int(seat)), deal
 
 
 class CanastaVectorEnv(VectorEnv):
@@ -156,13 +160,13 @@ class CanastaVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        seat = _seat_option(options)
-        if seat is not None:
-            self._core.config.learner_seat = seat
+        seat, deal = _episode_options(options)
+        if deal is not None:
+            warnings.warn("the vector env ignores the 'deal' reset option", stacklevel=2)
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
         seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
-        self._core.reset(seeds)
+        self._core.reset(seeds, seat)
         return self._core.observations(), self._infos()
 
     def step(self, actions: npt.ArrayLike) -> tuple[Any, ...]:

@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from canasta_env.engine import IllegalActionError, State, init, observe, reset_rows, step
+from canasta_env.engine import (
+    DealId,
+    ExplicitDeal,
+    IllegalActionError,
+    State,
+    init,
+    observe,
+    redeal,
+    reset_rows,
+    step,
+)
 from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
 from canasta_env.engine.layout import F_DEAL_INDEX
@@ -116,28 +126,38 @@ class LearnerBatch:
         self.num_players, self.num_sides = n, sides
 
     # ---- episodes ------------------------------------------------------------------------
-    def reset(self, seeds: npt.ArrayLike) -> None:
-        """Start every env on the first deal of its seed: env i plays DealId(seeds[i], 0, 0)."""
+    def reset(self, seeds: npt.ArrayLike, seat: int | None = None) -> None:
+        """Start every env on the first deal of its seed: env i plays DealId(seeds[i], 0, 0);
+        ``seat`` fixes the learner's seat for this episode only."""
         self.seeds = np.asarray(seeds, dtype=np.uint64).reshape(self.num_envs)
         self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode)
-        self._start(np.arange(self.num_envs))
+        self._start(np.arange(self.num_envs), seat)
 
-    def reset_rows(self, rows: npt.NDArray[np.int64]) -> None:
-        """Start the listed envs' next deals (same seed, next episode index)."""
+    def reset_rows(self, rows: npt.NDArray[np.int64], deal: DealId | ExplicitDeal | None = None,
+                   seat: int | None = None) -> None:
+        """Start the listed envs' next deals (same seed, next episode index), or the given
+        ``deal``; ``seat`` fixes the learner's seat for this episode only."""
         if rows.size:
-            reset_rows(self.require_state(), rows)
-            self._start(rows)
+            if deal is None:
+                reset_rows(self.require_state(), rows)
+            else:
+                redeal(self.require_state(), rows, [deal] * rows.size)  # type: ignore[arg-type]
+            self._start(rows, seat)
 
-    def _start(self, rows: npt.NDArray[np.int64]) -> None:
+    def _start(self, rows: npt.NDArray[np.int64], seat: int | None = None) -> None:
         state = self.require_state()
+        if seat is None:
+            seat = self.config.learner_seat
+        if seat is not None and not 0 <= seat < self.num_players:
+            raise ValueError(f"learner seat must be in [0, {self.num_players}), got {seat}")
         while rows.size:
             index = state.data[rows, F_DEAL_INDEX].astype(np.uint64)
-            if self.config.learner_seat is None:
+            if seat is None:
                 u = RowRandom(stream_keys(self.seeds[rows], index, SEAT_SALT)).random()
                 self.seat[rows] = np.minimum((u * self.num_players).astype(np.int64),
                                              self.num_players - 1)
             else:
-                self.seat[rows] = self.config.learner_seat
+                self.seat[rows] = seat
             self.agent_rng.rekey(rows, stream_keys(self.seeds[rows], index, AGENT_SALT))
             self.illegal_done[rows] = False
             self.potential[rows] = 0.0

@@ -40,6 +40,7 @@ from canasta_env.engine.core import (  # noqa: E402
     init_from_deals,
     observe,
     raise_illegal,
+    redeal,
     reset_rows,
     step,
     step_one,
@@ -48,5 +49,6 @@ from canasta_env.engine.core import (  # noqa: E402
 __all__ = [
     "ACTION_NAMES", "NUM_ACTIONS", "DealId", "ExplicitDeal", "IllegalActionError", "State",
     "StepResult", "action_index", "action_name", "clone", "explicit_deal", "init",
-    "init_from_deals", "observe", "raise_illegal", "reset_rows", "step", "step_one",
+    "init_from_deals", "observe", "raise_illegal",
+    "redeal", "reset_rows", "step", "step_one",
 ]

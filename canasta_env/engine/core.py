@@ -318,26 +318,33 @@ def init_from_deals(rules: RuleSet | str, deals: list[DealId] | list[ExplicitDea
     if not deals:
         raise ValueError("no deals given")
     state = _new_state(rules, len(deals), episode)
-    rows = np.arange(len(deals))
-    if all(isinstance(d, ExplicitDeal) for d in deals):
-        deck = int(state.params[P_DECK])
-        orders = np.zeros((len(deals), deck), dtype=np.int32)
-        for i, d in enumerate(deals):
-            order = np.asarray(d.order)  # type: ignore[union-attr,attr-defined]
-            expected = np.bincount(_deck_order(state), minlength=NUM_KINDS)
-            if order.shape != (deck,) or not np.array_equal(
-                    np.bincount(order.astype(np.int64), minlength=NUM_KINDS), expected):
-                raise ValueError(f"explicit deal {i}: order is not a permutation of the "
-                                 f"{deck}-card deck of {state.rules.name}")
-            orders[i] = order
-        dealers = np.array([int(d.dealer) for d in deals], dtype=np.int32)  # type: ignore[union-attr]
-        if np.any((dealers < 0) | (dealers >= state.num_players)):
-            raise ValueError(f"explicit deal dealer out of range [0, {state.num_players})")
-        kernels.explicit_deal_kernel(state.data, state.legal_action_mask, state.params,
-                                     rows, orders, dealers)
-    else:
-        _deal(state, rows, [DealId(*d) for d in deals])
+    redeal(state, np.arange(len(deals)), deals)
     return state
+
+
+def redeal(state: State, rows: npt.ArrayLike, deals: list[DealId] | list[ExplicitDeal]) -> None:
+    """Start a new game on each listed row from the given DealIds or explicit deals."""
+    idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+    if len(deals) != idx.size:
+        raise ValueError(f"{len(deals)} deals for {idx.size} rows")
+    if not all(isinstance(d, ExplicitDeal) for d in deals):
+        _deal(state, idx, [DealId(*d) for d in deals])
+        return
+    deck = int(state.params[P_DECK])
+    expected = np.bincount(_deck_order(state), minlength=NUM_KINDS)
+    orders = np.zeros((len(deals), deck), dtype=np.int32)
+    for i, d in enumerate(deals):
+        order = np.asarray(d.order)  # type: ignore[union-attr,attr-defined]
+        if order.shape != (deck,) or not np.array_equal(
+                np.bincount(order.astype(np.int64), minlength=NUM_KINDS), expected):
+            raise ValueError(f"explicit deal {i}: order is not a permutation of the "
+                             f"{deck}-card deck of {state.rules.name}")
+        orders[i] = order
+    dealers = np.array([int(d.dealer) for d in deals], dtype=np.int32)  # type: ignore[union-attr]
+    if np.any((dealers < 0) | (dealers >= state.num_players)):
+        raise ValueError(f"explicit deal dealer out of range [0, {state.num_players})")
+    kernels.explicit_deal_kernel(state.data, state.legal_action_mask, state.params, idx, orders,
+                                 dealers)
 
 
 def _deck_order(state: State) -> npt.NDArray[np.int64]:
