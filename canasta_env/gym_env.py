@@ -9,8 +9,8 @@ hand, the learner side's hand score minus the best other side's, times ``reward_
 with ``reward_mode="win_loss"``); optional potential-based shaping. An episode is a hand (or a game
 with ``episode="game"``); ``truncated`` only from the engine's step cap.
 
-Version history: v0 - first release (classic rules, layout of ``engine.actions`` and
-``engine.observation`` as hashed in ``canasta_env.versions``).
+Version history: v0 - first release (classic rules; the action layout, observation layout and
+reward definition are pinned in ``tests/test_versions.py``).
 """
 
 from __future__ import annotations

@@ -167,7 +167,6 @@ class LearnerBatch:
             if over.size:
                 reset_rows(state, over)
             rows = over
-        self.potential[:] = self._potential(np.arange(self.num_envs))
 
     def require_state(self) -> State:
         if self.state is None:

@@ -11,6 +11,7 @@ import pytest
 from pettingzoo.test import api_test, seed_test
 
 import canasta_env
+from canasta_env import pettingzoo_env
 from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS, IllegalActionError, action_index, observe
 from canasta_env.engine.render import render
 from canasta_env.learner import default_reward_scale
@@ -55,8 +56,17 @@ def test_seed_test(preset: str) -> None:
 
 
 def test_canasta_v0_name() -> None:
-    assert canasta_env.raw_env.metadata["name"] == "canasta_v0"
-    assert canasta_env.raw_env.metadata["is_parallelizable"] is False
+    assert pettingzoo_env.raw_env.metadata["name"] == "canasta_v0"
+    assert pettingzoo_env.raw_env.metadata["is_parallelizable"] is False
+    assert isinstance(canasta_env.raw_env("classic_2p"), pettingzoo_env.raw_env)
+
+
+def test_canasta_v0_alias() -> None:
+    """The issue names ``canasta_env.canasta_v0`` (PettingZoo's ``<game>_v<N>`` module convention)."""
+    from canasta_env import canasta_v0  # type: ignore[attr-defined]
+
+    assert canasta_v0.env is not None and canasta_v0.raw_env is not None
+    canasta_v0.env("classic_2p").reset(seed=0)
 
 
 # ---- deals per seed -----------------------------------------------------------------------------
@@ -94,6 +104,17 @@ def test_unseeded_reset_does_not_repeat_the_deal(preset: str) -> None:
     previous = _hands(first)
     first.reset()
     assert not np.array_equal(_hands(first), previous)
+
+
+def test_reset_options_are_ignored_with_a_warning() -> None:
+    env = canasta_env.raw_env("classic_2p")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=0)
+        env.reset(seed=0, options={})
+    with pytest.warns(UserWarning, match="ignored"):
+        env.reset(seed=0, options={"deal": 1})
+    assert env.state is not None and env.agents == env.possible_agents
 
 
 # ---- illegal actions ------------------------------------------------------------------------------
@@ -156,6 +177,7 @@ def test_masks_int8_and_zero_for_agents_not_to_move(preset: str) -> None:
     space = env.observation_space("player_0")
     for seed in range(3):
         env.reset(seed=seed)
+        decisions = 0
         while True:
             state = env.unwrapped.state
             mover = env.agent_selection
@@ -177,8 +199,10 @@ def test_masks_int8_and_zero_for_agents_not_to_move(preset: str) -> None:
             if not live:
                 break
             env.step(_random_action(env, rng))
+            decisions += 1
         # a finished hand: every agent done, every mask zero
         assert all(env.terminations[a] or env.truncations[a] for a in env.agents)
+        assert decisions > 10
 
 
 # ---- rewards --------------------------------------------------------------------------------------
@@ -310,4 +334,4 @@ def test_action_to_string() -> None:
         assert raw.action_to_string(a) == ACTION_NAMES[a]
         assert wrapped.unwrapped.action_to_string(np.int64(a)) == ACTION_NAMES[a]
     assert raw.action_to_string(action_index("DRAW_STOCK")) == "DRAW_STOCK"
-    assert canasta_env.raw_env.action_to_string(action_index("MELD_NNN_K")) == "MELD_NNN_K"
+    assert pettingzoo_env.raw_env.action_to_string(action_index("MELD_NNN_K")) == "MELD_NNN_K"

@@ -1,4 +1,25 @@
-"""``canasta bench``: engine speed under uniformly random legal play.
+"""``canasta bench``: engine and environment speed under uniformly random legal play.
+
+``--api`` picks what is measured (default ``engine``):
+
+* ``engine``: the batch engine alone, described below;
+* ``aec``: the PettingZoo loop through ``canasta_env.env(rules)`` (the standard wrappers included),
+  ``env.last()`` then a uniformly random legal action from ``obs["action_mask"]``; a step is one
+  agent decision (the ``None`` steps of finished agents are not counted); batch 1, one core;
+* ``gym``: one ``gymnasium.make("canasta_env:Canasta-v0", rules=...)`` env (random opponents),
+  random legal learner actions from ``info["action_mask"]``, ``reset()`` at each hand end; a step
+  is one learner step (the opponents' decisions in between are part of it);
+* ``vec``: ``canasta_env.sb3_env.CanastaVecEnv`` with ``--batch`` envs (default 1024), random
+  opponents, random legal learner actions (``policy.pick_legal`` on ``action_masks()``), same-step
+  autoreset; a step is one learner step of one env, observations and info dicts included. This one
+  imports stable-baselines3, hence torch (outside the timed loop).
+
+For the env APIs the JSON keys are ``api``, ``rules``, ``batch``, ``steps_per_s``, ``hands_per_s``,
+``steps_per_hand``, ``seconds`` and ``compile_s``; timing starts after an untimed warm-up (one hand
+for ``aec`` and ``gym``; ``--stagger``/4 learner steps for ``vec``, about as many engine decisions as
+the engine's warm-up, which lets the envs' hand ends drift apart).
+
+The rest of this text is about ``--api engine``.
 
 Every row of a batch plays random legal actions through the public API (``init``, ``step``,
 ``reset_rows`` and ``canasta_env.policy.RandomAgent``); a row whose hand ends is re-dealt at once
@@ -25,7 +46,7 @@ and caches them on disk (see ``canasta_env.engine``), so later runs only load th
 second). ``python -m train.warmup`` fills the cache ahead of time.
 
 This module imports nothing heavy at import time (the CLI's ``--help`` stays fast) and never
-imports torch.
+imports torch except for ``--api vec``.
 """
 
 from __future__ import annotations
@@ -40,6 +61,9 @@ from typing import Any
 DEFAULT_RULES = ("classic_2p", "classic_3p", "classic_4p")
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
 DEFAULT_STAGGER = 512  # untimed desynchronising steps: about 3 random hands (133-165 decisions)
+APIS = ("engine", "aec", "gym", "vec")
+DEFAULT_VEC_BATCH = 1024
+ENV_ID = "canasta_env:Canasta-v0"
 
 
 @dataclass
@@ -78,12 +102,31 @@ class BenchResult:
     observe_hands_per_s: float | None = None
 
 
+@dataclass
+class EnvResult:
+    """One (api, rules, batch) line of an env API report."""
+
+    api: str
+    rules: str
+    batch: int
+    steps_per_s: float
+    hands_per_s: float
+    steps_per_hand: float | None
+    seconds: float
+    compile_s: float
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``canasta bench``."""
+    parser.add_argument("--api", choices=APIS, default="engine",
+                        help="what to measure: the batch engine, the PettingZoo AEC env, the "
+                        "Gymnasium env or the SB3 VecEnv (default: %(default)s)")
     parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), metavar="RULES",
                         help="rule preset names or YAML files (default: %(default)s)")
-    parser.add_argument("--batch", nargs="+", type=_positive_int, default=list(DEFAULT_BATCHES),
-                        metavar="B", help="batch sizes, games stepped together (default: %(default)s)")
+    parser.add_argument("--batch", nargs="+", type=_positive_int, default=None, metavar="B",
+                        help="batch sizes, games stepped together (default: "
+                        f"{' '.join(map(str, DEFAULT_BATCHES))} for --api engine, "
+                        f"{DEFAULT_VEC_BATCH} for vec; aec and gym are batch 1)")
     parser.add_argument("--seconds", type=_positive_float, default=3.0,
                         help="timed seconds per measurement, after an untimed warm-up step "
                         "(default: %(default)s)")
@@ -226,11 +269,183 @@ def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: i
     return results
 
 
-def _json_line(res: BenchResult, with_observe: bool) -> str:
+def _json_line(res: BenchResult | EnvResult, with_observe: bool = False) -> str:
     d = asdict(res)
-    if not with_observe:
+    if isinstance(res, BenchResult) and not with_observe:
         del d["observe_decisions_per_s"], d["observe_hands_per_s"]
     return json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.items()})
+
+
+# ---- env APIs ------------------------------------------------------------------------------------
+
+def _count(seconds: float, warm_up: Any, one_step: Any) -> tuple[int, int, float]:
+    """Run ``warm_up()`` untimed, then ``one_step() -> (steps, hands)`` for about ``seconds``."""
+    warm_up()
+    steps = hands = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        s, h = one_step()
+        steps += s
+        hands += h
+        now = time.perf_counter()
+        if now >= deadline:
+            return steps, hands, now - start
+
+
+def measure_aec(rules: Any, seconds: float, seed: int) -> tuple[int, int, float]:
+    """PettingZoo loop through ``canasta_env.env``: ``last()``, then a random legal action."""
+    import numpy as np
+
+    import canasta_env
+
+    env = canasta_env.env(rules)
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+
+    def play_one() -> tuple[int, int]:
+        """Until the next decision (dead steps of finished agents included, not counted), or a
+        hand end and the next deal."""
+        while True:
+            obs, _, termination, truncation, _ = env.last()
+            if not (termination or truncation):
+                legal = np.flatnonzero(obs["action_mask"])
+                env.step(int(legal[rng.integers(legal.size)]))
+                return 1, 0
+            env.step(None)
+            if not env.agents:
+                env.reset()
+                return 0, 1
+
+    def warm_up() -> None:
+        while play_one()[1] == 0:
+            pass
+
+    return _count(seconds, warm_up, play_one)
+
+
+def measure_gym(rules: Any, seconds: float, seed: int) -> tuple[int, int, float]:
+    """One ``Canasta-v0`` env (``gymnasium.make``), random legal learner actions."""
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make(ENV_ID, rules=rules)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+
+    def one_step() -> tuple[int, int]:
+        nonlocal info
+        legal = np.flatnonzero(info["action_mask"])
+        _, _, terminated, truncated, info = env.step(int(legal[rng.integers(legal.size)]))
+        if terminated or truncated:
+            _, info = env.reset()
+            return 1, 1
+        return 1, 0
+
+    def warm_up() -> None:
+        while one_step()[1] == 0:
+            pass
+
+    return _count(seconds, warm_up, one_step)
+
+
+def measure_vec(rules: Any, batch: int, seconds: float, seed: int,
+                stagger: int = DEFAULT_STAGGER) -> tuple[int, int, float]:
+    """``CanastaVecEnv`` with ``batch`` envs: random legal learner actions for every env."""
+    import numpy as np
+
+    from canasta_env.policy import pick_legal
+    from canasta_env.sb3_env import CanastaVecEnv
+
+    env = CanastaVecEnv(batch, rules)
+    rng = np.random.default_rng(seed)
+    env.seed(seed)
+    env.reset()
+
+    def one_step() -> tuple[int, int]:
+        actions = pick_legal(env.action_masks(), rng.random(batch))
+        _, _, dones, _ = env.step(actions)
+        return batch, int(np.count_nonzero(dones))
+
+    def warm_up() -> None:
+        for _ in range(1 + stagger // 4):
+            one_step()
+
+    return _count(seconds, warm_up, one_step)
+
+
+def run_env_bench(api: str, rules_list: list[str], batches: list[int], seconds: float, seed: int,
+                  on_result: Any = None, stagger: int = DEFAULT_STAGGER) -> list[EnvResult]:
+    """Measure an env API for every (rules, batch) pair."""
+    import warnings
+
+    from canasta_env.rules import load_rules
+
+    resolved = {spec: load_rules(spec) for spec in rules_list}  # fail fast on a bad name or file
+    compile_s = compile_engine(resolved[rules_list[0]])
+    results = []
+    for spec in rules_list:
+        for batch in batches:
+            with warnings.catch_warnings():  # SB3's VecEnv asks every env for a render_mode
+                warnings.filterwarnings("ignore", message="The `render_mode` attribute")
+                if api == "aec":
+                    steps, hands, secs = measure_aec(resolved[spec], seconds, seed)
+                elif api == "gym":
+                    steps, hands, secs = measure_gym(resolved[spec], seconds, seed)
+                else:
+                    steps, hands, secs = measure_vec(resolved[spec], batch, seconds, seed, stagger)
+            res = EnvResult(api, spec, batch, steps / secs, hands / secs,
+                            steps / hands if hands else None, secs, compile_s)
+            results.append(res)
+            if on_result is not None:
+                on_result(res)
+    return results
+
+
+def _env_table(results: list[EnvResult]) -> Any:
+    from rich.table import Table
+
+    what = {"aec": "PettingZoo AEC env, agent decisions", "gym": "Canasta-v0, learner steps",
+            "vec": "CanastaVecEnv, learner steps of all envs"}[results[0].api]
+    table = Table(title=f"canasta bench --api {results[0].api}: random legal play ({what})")
+    for col in ("rules", "batch", "steps/s", "hands/s", "steps/hand"):
+        table.add_column(col, justify="left" if col == "rules" else "right", no_wrap=True)
+    for r in results:
+        sph = f"{r.steps_per_hand:,.1f}" if r.steps_per_hand is not None else "-"
+        table.add_row(r.rules, str(r.batch), f"{r.steps_per_s:,.0f}", f"{r.hands_per_s:,.1f}", sph)
+    return table
+
+
+def _run_env_api(args: argparse.Namespace) -> int:
+    if args.observe:
+        raise SystemExit("canasta bench: --observe applies to --api engine only (the env APIs "
+                         "always encode observations)")
+    if args.api in ("aec", "gym"):
+        if args.batch not in (None, [1]):
+            raise SystemExit(f"canasta bench: --api {args.api} is one game (batch 1); "
+                             "--batch applies to --api engine and vec")
+        batches = [1]
+    else:
+        batches = args.batch or [DEFAULT_VEC_BATCH]
+    if args.json:
+        def emit(res: EnvResult) -> None:
+            print(_json_line(res), flush=True)
+
+        run_env_bench(args.api, args.rules, batches, args.seconds, args.seed, emit, args.stagger)
+        return 0
+
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    total = len(args.rules) * len(batches) * args.seconds
+    with console.status(f"measuring --api {args.api}: {len(args.rules)} rule set(s) x "
+                        f"{len(batches)} batch size(s), about {total:.0f} s plus warm-up ..."):
+        results = run_env_bench(args.api, args.rules, batches, args.seconds, args.seed,
+                                stagger=args.stagger)
+    console.print(_env_table(results))
+    return 0
 
 
 def _table(results: list[BenchResult], with_observe: bool) -> Any:
@@ -254,6 +469,10 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta bench``."""
+    if getattr(args, "api", "engine") != "engine":
+        return _run_env_api(args)
+    if args.batch is None:
+        args.batch = list(DEFAULT_BATCHES)
     if args.json:
         def emit(res: BenchResult) -> None:
             print(_json_line(res, args.observe), flush=True)

@@ -202,10 +202,11 @@ def _encode(row, prm, me, out):
         minimum = max(row[F_MINIMUM], 1)
         out[pos] = min(row[F_TURN_VALUE] / minimum, 1.0)
         out[pos + 1] = row[F_NEEDS_MIN]
-        credit = 0
-        for k in range(15):
-            credit += min(row[prm[O_CREDIT] + k], row[prm[O_HANDS] + row[F_CUR] * 15 + k])
-        out[pos + 2] = min(credit / maxk / 15.0, 1.0)
+        if row[F_CUR] == me:  # the credit left is private: it depends on the mover's hand
+            credit = 0
+            for k in range(15):
+                credit += min(row[prm[O_CREDIT] + k], row[prm[O_HANDS] + me * 15 + k])
+            out[pos + 2] = min(credit / maxk / 15.0, 1.0)
         flags = row[F_TURN_FLAGS]
         for i in range(NUM_TURN_FLAGS):
             out[pos + 3 + i] = 1.0 if flags & (1 << i) else 0.0

@@ -61,6 +61,8 @@ def _check(state: State, b: int, coverage: Counter[str], where: str, extra: str 
         coverage[name.rsplit("_", 1)[0] if name.startswith(("MELD", "ADD", "DISCARD")) else name] += 1
     if not engine:
         coverage["dead_end"] += 1
+    if int(state.phase[b]) == 0 and int(state.stock_size[b]) == 0 and "END_HAND" not in engine:
+        coverage["forced_take"] += 1
 
 
 # ---- played states ---------------------------------------------------------------------------
@@ -207,11 +209,15 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
     for k in range(4, 15):
         if sum(hand.values()) == 0:
             hand[k] = take(k, 1)
+    empty_stock = phase == "final_meld" or rng.random() < 0.4  # the rest goes under the pile
     hands = {mover: _cards(hand)}
     for q in range(n):
         if q != mover:
             others = rng.choice(np.arange(4, 15), size=int(rng.integers(1, 4)), replace=False)
-            hands[q] = _cards({int(k): take(int(k), 1) for k in others})
+            held = {int(k): take(int(k), 1) for k in others}
+            if empty_stock and rng.random() < 0.7 and q == (mover + 1) % n:
+                held.update({0: take(0, 8), 1: take(1, 8)})  # often no wild left for the pile
+            hands[q] = _cards(held)
     # the pile: its top is usually a natural the mover holds or melds
     pile: list[int] = []
     for _ in range(int(rng.integers(0, 6)) if rng.random() < 0.8 else 0):
@@ -220,7 +226,7 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
             pile.append(k)
     if rng.random() < 0.85:
         cands = [k for k in hand if k >= 4] or [4]
-        if rng.random() < 0.3 and meld_ranks.get(side):
+        if rng.random() < 0.5 and meld_ranks.get(side):
             cands = meld_ranks[side]
         k = int(rng.choice(cands))
         if take(k, 1):
@@ -242,11 +248,12 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
     state = scenario(
         rules, hands, melds=melds, pile=" ".join(KIND_TOKENS[k] for k in pile),
         pile_frozen=bool(rng.random() < 0.15) or None,
-        rest="pile" if phase == "final_meld" or rng.random() < 0.3 else "stock",
+        rest="pile" if empty_stock else "stock",
         scores=scores, opened=opened, turn=mover, phase=phase, turn_value=max(0, tv),
         new_slots=[r - 4 for r in meld_ranks[side]] if mid_turn else (), **kwargs)
     if mid_turn:
-        state.data[0, F_TURN_MELDS] = len(meld_ranks[side])
+        # meld actions this turn; a take's own meld is not one (C29 asks after the take)
+        state.data[0, F_TURN_MELDS] = len(meld_ranks[side]) - bool(kwargs.get("took_pile"))
         state.refresh_mask()
     if rules.ask_partner and rng.random() < 0.7:  # C29: ask, then maybe answer
         for name in ("ASK_PARTNER", rng.choice(["", "ANSWER_YES", "ANSWER_NO"])):
@@ -264,7 +271,9 @@ def test_mask_matches_oracle_on_built_states(variant: str) -> None:
         _check(random_scenario(rules, rng), 0, coverage, f"built state {i} of {variant}")
     if STATES >= 1000:
         wanted = ["phase0", "phase1", "phase3", "DRAW_STOCK", "END_HAND", "TAKE_PILE_PAIR",
-                  "TAKE_PILE_LAYOFF", "TAKE_PILE_NAT_JOKER", "MELD_NNN", "ADD_JOKER", "DISCARD"]
+                  "TAKE_PILE_LAYOFF", "TAKE_PILE_NAT_JOKER", "MELD_NNN", "ADD_JOKER", "DISCARD",
+                  "forced_take"]
         if variant == "ask_partner":
             wanted += ["phase2", "ASK_PARTNER", "ANSWER_YES", "ANSWER_NO"]
-        assert all(coverage[w] > 0 for w in wanted), coverage
+        missing = [w for w in wanted if coverage[w] == 0]
+        assert not missing, f"built states never reached {missing}: {dict(coverage)}"
