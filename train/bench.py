@@ -405,9 +405,9 @@ def run_env_bench(api: str, rules_list: list[str], batches: list[int], seconds: 
 def _env_table(results: list[EnvResult]) -> Any:
     from rich.table import Table
 
-    what = {"aec": "PettingZoo AEC env, agent decisions", "gym": "Canasta-v0, learner steps",
-            "vec": "CanastaVecEnv, learner steps of all envs"}[results[0].api]
-    table = Table(title=f"canasta bench --api {results[0].api}: random legal play ({what})")
+    what = {"aec": "agent decisions", "gym": "learner steps",
+            "vec": "learner steps of all envs"}[results[0].api]
+    table = Table(title=f"canasta bench --api {results[0].api} ({what})")
     for col in ("rules", "batch", "steps/s", "hands/s", "steps/hand"):
         table.add_column(col, justify="left" if col == "rules" else "right", no_wrap=True)
     for r in results:

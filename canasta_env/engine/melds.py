@@ -171,21 +171,27 @@ def max_meld_value(row, prm, owner, h, credit, keep):
     return best
 
 
+@njit(cache=True, inline="always")
+def _all_in(row, mnat, mjok, mtwo, h, s):
+    """(naturals, wilds) of slot s's meld once every natural of its rank in hand joins it;
+    (-1, 0) if those naturals cannot form a meld by themselves (fewer than three, no meld)."""
+    c = h[s + 4]
+    n0 = row[mnat + s]
+    if n0 > 0:
+        return n0 + c, row[mjok + s] + row[mtwo + s]
+    if c >= 3 or c == 0:
+        return c, 0
+    return -1, 0
+
+
 @njit(cache=True)
 def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
     """Whether ``free`` spare wilds can complete ``need`` more canastas once every natural in hand
     is melded: fill the melds closest to seven first."""
     for d in range(1, CANASTA_SIZE):
         for s in range(11):
-            c = h[s + 4]
-            n0 = row[mnat + s]
-            if n0 > 0:
-                n, w = n0 + c, row[mjok + s] + row[mtwo + s]
-            elif c >= 3:
-                n, w = c, 0
-            else:
-                continue
-            if n + w == CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
+            n, w = _all_in(row, mnat, mjok, mtwo, h, s)
+            if n > 0 and n + w == CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
                 free -= d
                 need -= 1
                 if need == 0:
@@ -201,19 +207,14 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
     places = 0
     canastas = 0
     for s in range(11):
-        c = h[s + 4]
-        n0 = row[mnat + s]
-        if n0 > 0:
-            n, w = n0 + c, row[mjok + s] + row[mtwo + s]
-        elif c >= 3:
-            n, w = c, 0
-        elif c == 2:
-            pairs += 1
-            places += wild_room(prm, 2, 1)
+        n, w = _all_in(row, mnat, mjok, mtwo, h, s)
+        if n == 0:
             continue
-        elif c == 1:
-            return False
-        else:
+        if n < 0:
+            if h[s + 4] == 1:
+                return False
+            pairs += 1  # two naturals: a wild must join them
+            places += wild_room(prm, 2, 1)
             continue
         room = wild_room(prm, n, w)
         places += room
