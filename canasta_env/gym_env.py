@@ -163,6 +163,9 @@ class CanastaVectorEnv(VectorEnv):
         seat, deal = _episode_options(options)
         if deal is not None:
             warnings.warn("the vector env ignores the 'deal' reset option", stacklevel=2)
+        if seed is None and self._core.state is not None:  # continue every env's own deals
+            self._core.reset_rows(np.arange(self.num_envs), seat=seat)
+            return self._core.observations(), self._infos()
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
         seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)

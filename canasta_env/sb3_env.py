@@ -27,6 +27,8 @@ from canasta_env.gym_env import CanastaVectorEnv
 class CanastaVecEnv(VecEnv):
     """``num_envs`` Canasta envs for one learner (``LearnerConfig`` options as keyword args)."""
 
+    render_mode: str | None = None
+
     def __init__(self, num_envs: int = 64, rules: Any = "classic_2p", **options: Any) -> None:
         self.venv = CanastaVectorEnv(num_envs, rules, **options)
         super().__init__(num_envs, self.venv.single_observation_space,
@@ -34,12 +36,8 @@ class CanastaVecEnv(VecEnv):
         self._actions: npt.NDArray[np.int64] | None = None
 
     def reset(self) -> npt.NDArray[np.float32]:
-        if self._seeds[0] is None:
-            seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(2))
-            seeds = [seed + i for i in range(self.num_envs)]
-        else:
-            seeds = [int(s) for s in self._seeds]  # type: ignore[arg-type]
-        obs, _ = self.venv.reset(seed=seeds)
+        seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]  # type: ignore[arg-type]
+        obs, _ = self.venv.reset(seed=seeds, options=self._options[0] or None)
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [{} for _ in range(self.num_envs)]

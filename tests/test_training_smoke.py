@@ -28,7 +28,6 @@ from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 ENV_ID = "canasta_env:Canasta-v0"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
-pytestmark = pytest.mark.filterwarnings("ignore:The `render_mode` attribute:UserWarning")
 
 
 @pytest.fixture(autouse=True)

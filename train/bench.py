@@ -377,7 +377,6 @@ def measure_vec(rules: Any, batch: int, seconds: float, seed: int,
 def run_env_bench(api: str, rules_list: list[str], batches: list[int], seconds: float, seed: int,
                   on_result: Any = None, stagger: int = DEFAULT_STAGGER) -> list[EnvResult]:
     """Measure an env API for every (rules, batch) pair."""
-    import warnings
 
     from canasta_env.rules import load_rules
 
@@ -386,14 +385,12 @@ def run_env_bench(api: str, rules_list: list[str], batches: list[int], seconds: 
     results = []
     for spec in rules_list:
         for batch in batches:
-            with warnings.catch_warnings():  # SB3's VecEnv asks every env for a render_mode
-                warnings.filterwarnings("ignore", message="The `render_mode` attribute")
-                if api == "aec":
-                    steps, hands, secs = measure_aec(resolved[spec], seconds, seed)
-                elif api == "gym":
-                    steps, hands, secs = measure_gym(resolved[spec], seconds, seed)
-                else:
-                    steps, hands, secs = measure_vec(resolved[spec], batch, seconds, seed, stagger)
+            if api == "aec":
+                steps, hands, secs = measure_aec(resolved[spec], seconds, seed)
+            elif api == "gym":
+                steps, hands, secs = measure_gym(resolved[spec], seconds, seed)
+            else:
+                steps, hands, secs = measure_vec(resolved[spec], batch, seconds, seed, stagger)
             res = EnvResult(api, spec, batch, steps / secs, hands / secs,
                             steps / hands if hands else None, secs, compile_s)
             results.append(res)
