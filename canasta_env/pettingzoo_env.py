@@ -25,6 +25,7 @@ from canasta_env.engine import (
     ACTION_NAMES,
     NUM_ACTIONS,
     DealId,
+    ExplicitDeal,
     State,
     init_from_deals,
     observe,
@@ -101,17 +102,26 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return ACTION_NAMES[int(action)]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k)."""
+        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k);
+        ``options={"deal": DealId or ExplicitDeal}`` plays that deal."""
+        deal = None
         if options:
-            warnings.warn(f"canasta_v0 takes no reset options; ignored {options!r}", stacklevel=2)
+            extra = set(options) - {"deal"} if isinstance(options, dict) else {options}
+            if extra:
+                warnings.warn(f"canasta_v0 reset options other than 'deal' are ignored: "
+                              f"{sorted(map(str, extra))}", stacklevel=2)
+            deal = options.get("deal") if isinstance(options, dict) else None
         if seed is not None or self._base_seed is None:
             self._base_seed = int(seed) if seed is not None else int(
                 np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
             self._episode_index = 0
         else:
             self._episode_index += 1
-        self.state = init_from_deals(self.rules, [DealId(self._base_seed, 0, self._episode_index)],
-                                     episode=self.episode)
+        if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
+            deal = DealId(*deal)
+        self.state = init_from_deals(
+            self.rules, [deal or DealId(self._base_seed, 0, self._episode_index)],  # type: ignore[arg-type]
+            episode=self.episode)
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}

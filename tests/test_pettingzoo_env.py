@@ -24,7 +24,7 @@ def _quiet_expected_warnings() -> Any:
     """api_test passes ``options={"options": 1}`` (ignored with a warning, DESIGN.md) and warns
     that a Dict observation space is unusual; neither is a failure here."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="canasta_v0 takes no reset options")
+        warnings.filterwarnings("ignore", message="canasta_v0 reset options other than")
         warnings.filterwarnings("ignore", message="Observation space for each agent probably")
         warnings.filterwarnings("ignore", message="Observation is not a NumPy array")
         warnings.filterwarnings("ignore", message=r"\[WARNING\]: Illegal move made")
@@ -113,7 +113,7 @@ def test_reset_options_are_ignored_with_a_warning() -> None:
         env.reset(seed=0)
         env.reset(seed=0, options={})
     with pytest.warns(UserWarning, match="ignored"):
-        env.reset(seed=0, options={"deal": 1})
+        env.reset(seed=0, options={"learner_seat": 1})
     assert env.state is not None and env.agents == env.possible_agents
 
 
@@ -335,3 +335,15 @@ def test_action_to_string() -> None:
         assert wrapped.unwrapped.action_to_string(np.int64(a)) == ACTION_NAMES[a]
     assert raw.action_to_string(action_index("DRAW_STOCK")) == "DRAW_STOCK"
     assert pettingzoo_env.raw_env.action_to_string(action_index("MELD_NNN_K")) == "MELD_NNN_K"
+
+
+def test_reset_option_deal_plays_that_deal() -> None:
+    from canasta_env.engine import DealId, explicit_deal
+
+    deal = DealId(77, 3, 2)
+    a = canasta_env.raw_env("classic_2p")
+    a.reset(options={"deal": deal})
+    b = canasta_env.raw_env("classic_2p")
+    b.reset(options={"deal": explicit_deal("classic_2p", deal)})
+    assert np.array_equal(a.state.hands, b.state.hands)
+    assert np.array_equal(a.observe("player_0")["observation"], b.observe("player_0")["observation"])
