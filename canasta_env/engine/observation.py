@@ -222,3 +222,15 @@ def observe_kernel(data, prm, rows, players, out):
     """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]``."""
     for i in range(rows.shape[0]):
         _encode(data[rows[i]], prm, players[i], out[i])
+
+
+def describe(params: npt.NDArray[np.int32]) -> str:
+    """Markdown table of the pieces with their offsets (docs/observation.md is generated from it)."""
+    lines = ["| offset | piece | shape | range | meaning |", "|---|---|---|---|---|"]
+    pos = 0
+    for p in pieces(params):
+        size = int(np.prod(p.shape))
+        lines.append(f"| {pos}-{pos + size - 1} | `{p.name}` | {p.shape} | [{p.low:g}, {p.high:g}] "
+                     f"| {p.scale} |")
+        pos += size
+    return "\n".join(lines) + f"\n\nD = {pos}, layout_hash `{layout_hash(params)}`\n"

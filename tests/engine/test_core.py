@@ -197,3 +197,9 @@ def test_full_game_episode_reaches_target() -> None:
     assert (hands >= 2).all()
     winners = state.game_result
     assert all(state.scores[b, winners[b]] == state.scores[b].max() for b in range(4))
+
+
+def test_observation_doc_is_current() -> None:
+    from scripts.make_observation_doc import DOC, text
+
+    assert DOC.read_text() == text(), "run python scripts/make_observation_doc.py"
