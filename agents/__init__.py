@@ -1,0 +1,67 @@
+"""Agents behind the batched protocol of ``canasta_env.policy``:
+``act(observations, legal_action_mask, rng) -> int64 (B,)``. They see only observations and masks.
+
+``make_agent(name, rules)`` builds one by name. Agents that decode observations are built for a rules
+preset (the observation's piece shapes depend on the table size). Further agents (the learned policy
+from a checkpoint) join the registry with ``register_agent(name, factory)``, where ``factory(rules,
+**kwargs)`` returns an object with ``act``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from canasta_env.policy import Agent
+from canasta_env.rules import RuleSet
+
+AgentFactory = Callable[..., Agent]
+
+_REGISTRY: dict[str, AgentFactory] = {}
+
+
+def register_agent(name: str, factory: AgentFactory, *, replace: bool = False) -> None:
+    """Make ``make_agent(name, rules, **kwargs)`` call ``factory(rules, **kwargs)``."""
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"agent {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def agent_names() -> tuple[str, ...]:
+    """Registered agent names."""
+    return tuple(_REGISTRY)
+
+
+def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
+    """An agent by registered name for a rules preset (a name, a YAML path or a ``RuleSet``)."""
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown agent {name!r}; known: {', '.join(_REGISTRY)}") from None
+    return factory(rules, **kwargs)
+
+
+def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
+    from agents.random import RandomAgent
+
+    return RandomAgent(**kwargs)
+
+
+def _greedy(rules: RuleSet | str, **kwargs: Any) -> Agent:
+    from agents.greedy import GreedyAgent
+
+    return GreedyAgent(rules, **kwargs)
+
+
+def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
+    from agents.heuristic import HeuristicAgent
+
+    return HeuristicAgent(rules, **kwargs)
+
+
+register_agent("random", _random)
+register_agent("greedy", _greedy)
+register_agent("heuristic", _heuristic)
+# the learned "policy" agent (checkpoints) registers here: register_agent("policy", <factory>)
+
+__all__ = ["AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("train.bench", "measure engine speed: random legal play, decisions and hands per second"),
     "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
+    "train": ("train.ppo", "train an agent with MaskablePPO on the batched VecEnv (--config FILE)"),
 }
 
 

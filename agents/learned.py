@@ -1,0 +1,40 @@
+"""A learned policy (sb3-contrib's MaskablePPO network) behind the batched agent protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+class PolicyAgent:
+    """Acts with a ``MaskableActorCriticPolicy``: the most probable legal action
+    (``deterministic=True``) or a sample drawn with one uniform per row from ``rng``."""
+
+    name = "policy"
+
+    def __init__(self, policy: Any, deterministic: bool = True) -> None:
+        self.policy = policy
+        self.deterministic = deterministic
+
+    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
+            rng: Any) -> npt.NDArray[np.int64]:
+        import torch
+
+        mask = np.asarray(legal_action_mask, dtype=bool)
+        with torch.no_grad():
+            obs = torch.as_tensor(np.asarray(observations, dtype=np.float32),
+                                  device=self.policy.device)
+            dist = self.policy.get_distribution(obs, action_masks=mask)
+            probs = dist.distribution.probs.cpu().numpy()
+        probs = np.where(mask, probs, 0.0)
+        if self.deterministic:
+            return probs.argmax(axis=1).astype(np.int64)
+        cdf = np.cumsum(probs, axis=1)
+        u = np.asarray(rng.random(mask.shape[0]))[:, None] * cdf[:, -1:]
+        picked = (cdf <= u).sum(axis=1)
+        picked = np.minimum(picked, mask.shape[1] - 1)
+        bad = ~mask[np.arange(mask.shape[0]), picked]
+        picked[bad] = probs[bad].argmax(axis=1)
+        return picked.astype(np.int64)
