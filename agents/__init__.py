@@ -10,6 +10,7 @@ from a checkpoint) join the registry with ``register_agent(name, factory)``, whe
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from canasta_env.policy import Agent
@@ -34,10 +35,13 @@ def agent_names() -> tuple[str, ...]:
 
 def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     """An agent by registered name for a rules preset (a name, a YAML path or a ``RuleSet``)."""
+    if name not in _REGISTRY and Path(name).exists():  # a checkpoint or run directory
+        return _policy(rules, checkpoint=name, **kwargs)
     try:
         factory = _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(_REGISTRY)}") from None
+        raise ValueError(f"unknown agent {name!r}; known: {', '.join(_REGISTRY)}, or a checkpoint "
+                         "directory") from None
     return factory(rules, **kwargs)
 
 
@@ -59,9 +63,15 @@ def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
     return HeuristicAgent(rules, **kwargs)
 
 
+def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True) -> Agent:
+    from agents.learned import load_policy_agent
+
+    return load_policy_agent(checkpoint, rules, deterministic=deterministic)
+
+
 register_agent("random", _random)
 register_agent("greedy", _greedy)
 register_agent("heuristic", _heuristic)
-# the learned "policy" agent (checkpoints) registers here: register_agent("policy", <factory>)
+register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 
 __all__ = ["AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -38,3 +38,25 @@ class PolicyAgent:
         bad = ~mask[np.arange(mask.shape[0]), picked]
         picked[bad] = probs[bad].argmax(axis=1)
         return picked.astype(np.int64)
+
+
+def load_policy_agent(checkpoint: str, rules: Any, deterministic: bool = True) -> PolicyAgent:
+    """A ``PolicyAgent`` from a checkpoint (or a run directory: its latest checkpoint), refusing a
+    checkpoint made for other rules or another observation/action layout."""
+    import gymnasium as gym
+
+    from agents.checkpoint import current_layout, load_checkpoint, policy_from_checkpoint
+    from canasta_env.engine import NUM_ACTIONS
+    from canasta_env.engine.layout import pack_params
+    from canasta_env.engine.observation import bounds
+    from canasta_env.rules import RuleSet, load_rules
+
+    rules = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
+    ckpt = load_checkpoint(checkpoint, rules=rules, expect_layout=current_layout(rules),
+                           load_optimizer=False)
+    low, high = bounds(pack_params(rules))
+    policy = policy_from_checkpoint(ckpt, gym.spaces.Box(low, high, dtype=np.float32),
+                                    gym.spaces.Discrete(NUM_ACTIONS))
+    agent = PolicyAgent(policy, deterministic=deterministic)
+    agent.name = f"policy:{ckpt.path.name}"
+    return agent

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from agents.checkpoint import kill_point
+
 
 @dataclass
 class TrainArgs:
@@ -124,6 +126,10 @@ def train(args: TrainArgs, resume: bool = False) -> Path:
     model.set_logger(configure(str(run / "tb"), ["tensorboard", "csv"]))
     if resume:
         restore(model, run, rules)
+        # continue on fresh deals: the counters name a new seed (the deals already played stay unused)
+        venv.seed(args.seed + model.num_timesteps)
+        model._last_obs = None  # type: ignore[assignment]
+    _install_kill_points(model)
     callback = RunCallback(args, rules, run)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
     model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
@@ -132,9 +138,27 @@ def train(args: TrainArgs, resume: bool = False) -> Path:
     return run
 
 
+def _install_kill_points(model: Any) -> None:
+    """Test hook (``CANASTA_TEST_KILL_AT=update``): die inside a gradient update."""
+    import os
+
+    if "update" not in os.environ.get("CANASTA_TEST_KILL_AT", ""):
+        return
+    from agents.checkpoint import kill_point
+
+    optimizer = model.policy.optimizer
+    original = optimizer.step
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        kill_point("update")
+        return original(*args, **kwargs)
+
+    optimizer.step = step
+
+
 def restore(model: Any, run: Path, rules: Any) -> None:
     """Load the latest complete checkpoint into ``model`` (weights, optimizer, counters, RNG)."""
-    from train.checkpoint import (
+    from agents.checkpoint import (
         current_layout,
         latest_checkpoint,
         load_checkpoint,
@@ -170,6 +194,7 @@ class RunCallback(BaseCallback):
         self.last_ckpt = self.last_eval = self.model.num_timesteps
 
     def _on_step(self) -> bool:
+        kill_point("rollout")
         for info, done, reward in zip(self.locals["infos"], self.locals["dones"],
                                       self.locals["rewards"], strict=True):
             if done and not info.get("illegal_action"):
@@ -209,7 +234,7 @@ class RunCallback(BaseCallback):
         return results
 
     def checkpoint(self, model: Any) -> Path:
-        from train.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
+        from agents.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
 
         state = {"num_timesteps": int(model.num_timesteps),
                  "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state()}

@@ -32,7 +32,7 @@ from sb3_contrib.common.maskable.utils import get_action_masks  # noqa: E402
 
 from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 from train import checkpoint as ck  # noqa: E402
-from train.checkpoint import (  # noqa: E402
+from agents.checkpoint import (  # noqa: E402
     CheckpointError,
     build_meta,
     current_layout,
@@ -269,7 +269,7 @@ def test_space_mismatch_and_foreign_classes_are_refused(model: Any, saved: Path)
 # ---- kill mid-write ------------------------------------------------------------------------------
 KILL_SCRIPT = textwrap.dedent("""
     import sys, torch
-    from train.checkpoint import save_checkpoint
+    from agents.checkpoint import save_checkpoint
     run, point = sys.argv[1], sys.argv[2]
     for i, name in enumerate(["ckpt_000000001", "ckpt_000000002"]):
         save_checkpoint(run, name, policy_state={"w": torch.full((64,), float(i))},
