@@ -33,7 +33,7 @@ from canasta_env.engine.layout import F_DEAL_INDEX
 from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
-SEAT_SALT, AGENT_SALT = 0x5EA7, 0xA6E7
+SEAT_SALT, AGENT_SALT, POOL_SALT = 0x5EA7, 0xA6E7, 0x9001
 REWARD_MODES = ("margin", "win_loss")
 ILLEGAL_POLICIES = ("terminate", "raise")
 
@@ -159,6 +159,10 @@ class LearnerBatch:
             else:
                 self.seat[rows] = seat
             self.agent_rng.rekey(rows, stream_keys(self.seeds[rows], index, AGENT_SALT))
+            for agent in (self.config.opponent, self.config.partners):
+                new_episode = getattr(agent, "new_episode", None)
+                if new_episode is not None:  # e.g. a pool picking one member per episode
+                    new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
             self.illegal_done[rows] = False
             self.potential[rows] = 0.0
             self._advance(rows)

@@ -17,7 +17,10 @@ class Agent(Protocol):
     """Batched agent: sees only observations and masks, never the engine state.
 
     An agent may set ``needs_observations = False`` (the random agent does) so that env loops can
-    skip encoding observations for it.
+    skip encoding observations for it. Env loops pass a ``RowRandom`` whose ``rows`` attribute
+    names the env rows being acted for, and call an agent's optional
+    ``new_episode(rows, uniforms)`` when those envs start an episode (a pool of opponents uses
+    both to keep one member per episode).
     """
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

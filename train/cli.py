@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("train.bench", "measure engine speed: random legal play, decisions and hands per second"),
     "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
     "train": ("train.ppo", "train an agent with MaskablePPO on the batched VecEnv (--config FILE)"),
+    "selfplay": ("train.selfplay", "MaskablePPO against a pool of its own past checkpoints"),
 }
 
 

@@ -48,6 +48,9 @@ class TrainArgs:
     eval_opponents: list[str] = field(default_factory=lambda: ["random"])
     torch_threads: int = 1  # measured: 2 threads make small-network PPO ~40x slower here
     progress: bool = True
+    snapshot_every: int = 100_000  # selfplay: learner steps between snapshots joining the pool
+    pool_size: int = 10  # selfplay: past snapshots kept
+    latest_ratio: float = 0.5  # selfplay: share of episodes against the latest policy
 
 
 def load_args(config: str | None, overrides: dict[str, Any]) -> TrainArgs:
@@ -96,8 +99,9 @@ def run(ns: argparse.Namespace) -> int:
     return 0
 
 
-def train(args: TrainArgs, resume: bool = False) -> Path:
-    """Run (or continue) a training run; returns the run directory."""
+def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path:
+    """Run (or continue) a training run; returns the run directory. With ``selfplay`` the
+    opponent is a pool of the learner's latest policy and its past snapshots."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.logger import configure
@@ -115,7 +119,17 @@ def train(args: TrainArgs, resume: bool = False) -> Path:
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
-    venv = CanastaVecEnv(args.num_envs, rules, opponent=make_agent(args.opponent, rules))
+    pool = None
+    if selfplay:
+        from agents.learned import PolicyAgent
+        from agents.pool import PoolAgent
+
+        pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
+                         args.pool_size)
+        opponent: Any = pool
+    else:
+        opponent = make_agent(args.opponent, rules)
+    venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
     venv.seed(args.seed)
     env = VecMonitor(venv)
     model = MaskablePPO(
@@ -124,13 +138,15 @@ def train(args: TrainArgs, resume: bool = False) -> Path:
         gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
         policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device="cpu", verbose=0)
     model.set_logger(configure(str(run / "tb"), ["tensorboard", "csv"]))
+    if pool is not None:
+        pool.members[0].policy = model.policy  # type: ignore[attr-defined]
     if resume:
-        restore(model, run, rules)
+        restore(model, run, rules, pool)
         # continue on fresh deals: the counters name a new seed (the deals already played stay unused)
         venv.seed(args.seed + model.num_timesteps)
         model._last_obs = None  # type: ignore[assignment]
     _install_kill_points(model)
-    callback = RunCallback(args, rules, run)
+    callback = RunCallback(args, rules, run, pool)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
     model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
                 progress_bar=args.progress)
@@ -156,7 +172,7 @@ def _install_kill_points(model: Any) -> None:
     optimizer.step = step
 
 
-def restore(model: Any, run: Path, rules: Any) -> None:
+def restore(model: Any, run: Path, rules: Any, pool: Any = None) -> None:
     """Load the latest complete checkpoint into ``model`` (weights, optimizer, counters, RNG)."""
     from agents.checkpoint import (
         current_layout,
@@ -176,22 +192,27 @@ def restore(model: Any, run: Path, rules: Any) -> None:
     model.num_timesteps = int(ckpt.state["num_timesteps"])
     model._n_updates = int(ckpt.state.get("n_updates", 0))
     restore_rng_state(ckpt.state["rng"])
+    if pool is not None:
+        from agents.learned import load_policy_agent
+
+        for name in ckpt.state.get("opponent_pool", []):
+            pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
 
 
 class RunCallback(BaseCallback):
     """Logs Canasta statistics, evaluates on fixed deals and writes checkpoints."""
 
-    def __init__(self, args: TrainArgs, rules: Any, run: Path) -> None:
+    def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None) -> None:
         super().__init__()
-        self.args, self.rules, self.run = args, rules, run
-        self.last_ckpt = self.last_eval = 0
+        self.args, self.rules, self.run, self.pool = args, rules, run, pool
+        self.last_ckpt = self.last_eval = self.last_snapshot = 0
         self.started = time.perf_counter()
         self.start_steps = 0
         self.margins: list[float] = []
 
     def _on_training_start(self) -> None:
         self.start_steps = self.model.num_timesteps
-        self.last_ckpt = self.last_eval = self.model.num_timesteps
+        self.last_ckpt = self.last_eval = self.last_snapshot = self.model.num_timesteps
 
     def _on_step(self) -> bool:
         kill_point("rollout")
@@ -206,7 +227,20 @@ class RunCallback(BaseCallback):
         if steps - self.last_ckpt >= self.args.checkpoint_every:
             self.checkpoint(self.model)
             self.last_ckpt = steps
+        if self.pool is not None and steps - self.last_snapshot >= self.args.snapshot_every:
+            self.snapshot()
+            self.last_snapshot = steps
         return True
+
+    def snapshot(self) -> None:
+        """Freeze the current policy into the opponent pool (as a checkpoint, so resume can reload
+        it)."""
+        from agents.learned import load_policy_agent
+
+        path = self.checkpoint(self.model)
+        self.pool.add(load_policy_agent(str(path), self.rules, deterministic=False), path.name)
+        self.checkpoint(self.model)  # record the pool with the snapshot in it
+        self.logger.record("selfplay/pool_size", len(self.pool.past))
 
     def _on_rollout_end(self) -> None:
         if self.margins:
@@ -237,7 +271,8 @@ class RunCallback(BaseCallback):
         from agents.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
 
         state = {"num_timesteps": int(model.num_timesteps),
-                 "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state()}
+                 "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state(),
+                 "opponent_pool": self.pool.past if self.pool is not None else []}
         meta = build_meta(config=dataclasses.asdict(self.args), rules=self.rules,
                           policy=model.policy)
         return save_checkpoint(self.run, checkpoint_name(model.num_timesteps),

@@ -1,0 +1,122 @@
+"""End-to-end PPO throughput of a training config, split into collection and update time.
+
+    python scripts/bench_train.py [--config configs/train/ppo_classic_2p.yaml] [--steps 200000]
+                                  [--field value ...]
+
+Runs ``train.ppo.train`` itself (the same VecEnv, MaskablePPO, ``RunCallback``, logger and final
+checkpoint as ``canasta train``) on a budget of ``--steps`` learner steps in a temporary run
+directory, with evaluation and periodic checkpoints pushed past the budget (they are occasional
+costs, reported by ``canasta train`` itself). ``RunCallback`` is swapped for a subclass that times
+each phase of SB3's loop:
+
+* collection: ``on_rollout_start`` to ``on_rollout_end`` (``collect_rollouts``: env steps, policy
+  forward passes, buffer writes, the per-step callback);
+* update: ``on_rollout_end`` to the next ``on_rollout_start`` (``train()``: the PPO epochs, plus
+  SB3's logging dump, which is small).
+
+The first rollout and update are untimed warm-up (numba compile/load, torch first-call costs).
+Prints one JSON object: ``steps_per_s`` (learner steps over collection plus update time),
+``collect_steps_per_s``, ``collect_s``, ``update_s``, ``update_share``, ``wall_s`` (whole
+``train()`` call, compile and setup included) and the config fields that matter for speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from train import ppo  # noqa: E402
+
+DEFAULT_CONFIG = ROOT / "configs" / "train" / "ppo_classic_2p.yaml"
+SPEED_FIELDS = ("rules", "opponent", "num_envs", "n_steps", "batch_size", "n_epochs", "net_arch",
+                "torch_threads")
+
+
+class TimedRunCallback(ppo.RunCallback):
+    """``RunCallback`` plus wall-clock timers around SB3's collection and update phases."""
+
+    timings: dict[str, Any] = {}
+
+    def _on_training_start(self) -> None:
+        super()._on_training_start()
+        self.t_mark = time.perf_counter()
+        self.rollouts = 0
+        self.collect_s = self.update_s = 0.0
+        self.timed_from_steps: int | None = None
+
+    def _on_rollout_start(self) -> None:
+        now = time.perf_counter()
+        if self.rollouts >= 2:  # the first update (after rollout 1) is warm-up
+            self.update_s += now - self.t_mark
+        elif self.rollouts == 1:
+            self.timed_from_steps = self.model.num_timesteps
+        self.t_mark = now
+
+    def _on_rollout_end(self) -> None:
+        now = time.perf_counter()
+        if self.rollouts >= 1:
+            self.collect_s += now - self.t_mark
+        self.rollouts += 1
+        self.t_mark = now
+        super()._on_rollout_end()
+
+    def _on_training_end(self) -> None:
+        now = time.perf_counter()
+        if self.rollouts >= 2:  # the last update ends training
+            self.update_s += now - self.t_mark
+        steps = self.model.num_timesteps - (self.timed_from_steps or 0)
+        TimedRunCallback.timings = {"timed_steps": steps, "rollouts_timed": self.rollouts - 1,
+                                    "collect_s": self.collect_s, "update_s": self.update_s}
+
+
+def bench(args: ppo.TrainArgs) -> dict[str, Any]:
+    """Train on ``args`` (its budget) and return the timing figures."""
+    original = ppo.RunCallback
+    ppo.RunCallback = TimedRunCallback  # type: ignore[misc]
+    try:
+        start = time.perf_counter()
+        ppo.train(args)
+        wall = time.perf_counter() - start
+    finally:
+        ppo.RunCallback = original  # type: ignore[misc]
+    t = TimedRunCallback.timings
+    total = t["collect_s"] + t["update_s"]
+    return {
+        "steps_per_s": round(t["timed_steps"] / total, 1),
+        "collect_steps_per_s": round(t["timed_steps"] / t["collect_s"], 1),
+        "update_steps_per_s": round(t["timed_steps"] / t["update_s"], 1),
+        "collect_s": round(t["collect_s"], 2), "update_s": round(t["update_s"], 2),
+        "update_share": round(t["update_s"] / total, 3),
+        "timed_steps": t["timed_steps"], "rollouts_timed": t["rollouts_timed"],
+        "wall_s": round(wall, 1),
+        **{name: getattr(args, name) for name in SPEED_FIELDS},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ppo.add_flags(parser)
+    parser.add_argument("--steps", type=int, default=200_000, help="learner steps to run")
+    parser.set_defaults(config=str(DEFAULT_CONFIG))
+    ns = parser.parse_args(argv)
+    overrides = {k: v for k, v in vars(ns).items()
+                 if k not in {"config", "resume", "steps"} and v is not None}
+    with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
+        overrides.update(total_timesteps=ns.steps, run_dir=tmp, progress=False,
+                         eval_every=10**12, checkpoint_every=10**12)
+        args = ppo.load_args(ns.config, overrides)
+        result = bench(args)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
