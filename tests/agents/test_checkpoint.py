@@ -30,7 +30,6 @@ pytest.importorskip("safetensors")
 from sb3_contrib import MaskablePPO  # noqa: E402
 from sb3_contrib.common.maskable.utils import get_action_masks  # noqa: E402
 
-from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 from agents import checkpoint as ck  # noqa: E402
 from agents.checkpoint import (  # noqa: E402
     CheckpointError,
@@ -44,6 +43,7 @@ from agents.checkpoint import (  # noqa: E402
     rng_state,
     save_checkpoint,
 )
+from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
