@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from canasta_env.engine import init, observe, step
+from canasta_env.engine import init, observe, raise_illegal, step
+from canasta_env.policy import RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -64,9 +65,16 @@ def play_match(rules: RuleSet | str, agent_a, agent_b, deals: int, seed: int = 0
     went_out = np.zeros((deals, sides), dtype=bool)
     opened = np.zeros((deals, sides), dtype=bool)
     truncated = decisions = 0
-    rng = np.random.default_rng(rng_seed)
     for a_side in range(sides):
         state = init(rules, deals, seed)
+        # one random stream per deal and seating, so an agent's sampling in one deal never
+        # depends on the batch or on the other deals
+        rng = RowRandom(stream_keys(np.full(deals, rng_seed, dtype=np.uint64),
+                                    np.arange(deals) * sides + a_side, 0x3A7C))
+        for agent in (agent_a, agent_b):
+            new_episode = getattr(agent, "new_episode", None)
+            if new_episode is not None:
+                new_episode(np.arange(deals), rng.random(deals))
         while True:
             live = np.flatnonzero(~(state.terminated | state.truncated))
             if live.size == 0:
@@ -80,11 +88,11 @@ def play_match(rules: RuleSet | str, agent_a, agent_b, deals: int, seed: int = 0
                     continue
                 rows = live[sel]
                 obs = observe(state, movers[sel], rows)
-                actions[sel] = agent.act(obs, mask[sel], rng)
+                actions[sel] = agent.act(obs, mask[sel], rng.subset(rows))
             result = step(state, actions, live)
             if result.illegal.any():
                 bad = int(np.flatnonzero(result.illegal)[0])
-                raise AssertionError(f"row {live[bad]}: illegal action {actions[bad]}")
+                raise_illegal(state, int(live[bad]), int(actions[bad]))
             decisions += live.size
         scores = state.hand_scores.astype(np.float64)
         others = (scores.sum(axis=1) - scores[:, a_side]) / max(sides - 1, 1)

@@ -25,27 +25,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from canasta_env.engine import NUM_ACTIONS, DealId, ExplicitDeal
+from canasta_env.engine.layout import pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.learner import LearnerBatch, LearnerConfig
-from canasta_env.policy import Agent
 
 RESET_OPTIONS = ("learner_seat", "deal")
 
 
 def _spaces(batch: LearnerBatch) -> tuple[gym.spaces.Box, gym.spaces.Discrete]:
-    low, high = bounds(batch.require_state().params if batch.state else _params(batch))
+    low, high = bounds(pack_params(batch.rules, batch.config.episode))
     return gym.spaces.Box(low, high, dtype=np.float32), gym.spaces.Discrete(NUM_ACTIONS)
-
-
-def _params(batch: LearnerBatch) -> npt.NDArray[np.int32]:
-    from canasta_env.engine.layout import pack_params
-
-    return pack_params(batch.rules, batch.config.episode)
-
-
-def _config(rules: Any, kwargs: dict[str, Any]) -> LearnerConfig:
-    return LearnerConfig(rules=rules, **kwargs)
 
 
 class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
@@ -65,7 +55,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.render_mode = render_mode
-        self._core = LearnerBatch(_config(rules, options), 1)
+        self._core = LearnerBatch(LearnerConfig(rules=rules, **options), 1)
         self.observation_space, self.action_space = _spaces(self._core)  # type: ignore[assignment]
         self._base_seed: int | None = None
 
@@ -148,7 +138,7 @@ class CanastaVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 8, rules: Any = "classic_2p", **options: Any) -> None:
         options.pop("render_mode", None)
         self.num_envs = num_envs
-        self._core = LearnerBatch(_config(rules, options), num_envs)
+        self._core = LearnerBatch(LearnerConfig(rules=rules, **options), num_envs)
         self.single_observation_space, self.single_action_space = _spaces(self._core)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -208,4 +198,4 @@ def make_vector(num_envs: int, rules: Any = "classic_2p", **options: Any) -> Can
     return CanastaVectorEnv(num_envs, rules, **options)
 
 
-__all__ = ["Agent", "CanastaEnv", "CanastaVectorEnv", "make_vector"]
+__all__ = ["CanastaEnv", "CanastaVectorEnv", "make_vector"]

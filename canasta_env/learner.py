@@ -83,8 +83,7 @@ class LearnerConfig:
     illegal_reward: float = -1.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.rules, str):
-            self.rules = load_rules(self.rules)
+        self.rules = load_rules(self.rules)
         for name, value, allowed in (("illegal_action", self.illegal_action, ILLEGAL_POLICIES),
                                      ("reward_mode", self.reward_mode, REWARD_MODES),
                                      ("episode", self.episode, ("hand", "game"))):

@@ -31,6 +31,7 @@ from canasta_env.engine import (
     observe,
     step_one,
 )
+from canasta_env.engine.layout import EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.learner import REWARD_MODES, default_reward_scale
@@ -82,7 +83,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.state: State | None = None
         self._base_seed: int | None = None
         self._episode_index = 0
-        low, high = bounds(init_from_deals(self.rules, [DealId(0, 0, 0)]).params)
+        low, high = bounds(pack_params(self.rules, episode))
         obs_space = spaces.Dict({
             "observation": spaces.Box(low, high, dtype=np.float32),
             "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), dtype=np.int8),
@@ -161,7 +162,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards[agent] = 0.0
         result = step_one(state, int(action))
         self.rewards = {a: 0.0 for a in self.agents}
-        if result.events[0] & 1:  # a hand was scored (engine EV_HAND_END)
+        if result.events[0] & EV_HAND_END:  # a hand was scored
             points = result.rewards[0]
             for a in self.agents:
                 p = float(points[self.agent_name_mapping[a]])

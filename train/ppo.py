@@ -1,5 +1,6 @@
 """``canasta train``: sb3-contrib MaskablePPO on the batched VecEnv, with TensorBoard logs,
-periodic evaluation on fixed duplicate deals, safe checkpoints and exact resume.
+periodic evaluation on fixed duplicate deals, safe checkpoints and resume (weights, optimizer,
+counters, RNG states and the opponent pool; the envs restart on fresh deals).
 
 One readable script (CleanRL style): the ``TrainArgs`` dataclass is the config (YAML files in
 ``configs/train/`` are serialised ``TrainArgs``; flags override single fields).
@@ -69,7 +70,27 @@ def load_args(config: str | None, overrides: dict[str, Any]) -> TrainArgs:
     if unknown:
         raise ValueError(f"{config or '<flags>'}: unknown training option(s) {unknown}; "
                          f"known: {sorted(known)}")
+    for f in dataclasses.fields(TrainArgs):
+        if f.name in data and not _fits(data[f.name], str(f.type)):
+            raise ValueError(f"{config or '<flags>'}: training option {f.name!r} = {data[f.name]!r} "
+                             f"is not a {f.type}")
     return TrainArgs(**data)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind.startswith("list"):
+        element = int if "int" in kind else str
+        return isinstance(value, list) and all(isinstance(v, element) for v in value)
+    expected = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}[kind]
+    return isinstance(value, expected) and (kind == "bool" or not isinstance(value, bool))
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -77,26 +98,29 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="YAML file of TrainArgs fields")
     parser.add_argument("--resume", action="store_true", help="continue from the run's latest checkpoint")
     for f in dataclasses.fields(TrainArgs):
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "str")
-        if "list" in str(kind):
-            parser.add_argument(f"--{f.name}", nargs="+", default=None)
-        elif "bool" in str(kind):
-            parser.add_argument(f"--{f.name}", type=lambda s: s.lower() in ("1", "true", "yes"),
-                                default=None)
+        kind = str(f.type)
+        if kind.startswith("list"):
+            element = int if "int" in kind else str
+            parser.add_argument(f"--{f.name}", nargs="+", type=element, default=None)
         else:
-            caster = {"int": int, "float": float}.get(str(kind), str)
+            caster = {"int": int, "float": float, "bool": _bool}.get(kind, str)
             parser.add_argument(f"--{f.name}", type=caster, default=None)
 
 
 add_arguments = add_flags
 
 
-def run(ns: argparse.Namespace) -> int:
-    """``canasta train`` entry point."""
+def run_command(ns: argparse.Namespace, selfplay: bool = False) -> int:
+    """Shared entry point of ``canasta train`` and ``canasta selfplay``."""
     skip = {"config", "resume", "command", "_run"}
     overrides = {k: v for k, v in vars(ns).items() if k not in skip}
-    train(load_args(ns.config, overrides), resume=ns.resume)
+    train(load_args(ns.config, overrides), resume=ns.resume, selfplay=selfplay)
     return 0
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``canasta train`` entry point."""
+    return run_command(ns)
 
 
 def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path:
@@ -104,7 +128,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path
     opponent is a pool of the learner's latest policy and its past snapshots."""
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.logger import Logger, make_output_format
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents import make_agent
@@ -115,7 +139,8 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path
     rules = load_rules(args.rules)
     run = Path(args.run_dir)
     run.mkdir(parents=True, exist_ok=True)
-    (run / "config.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
+    if not (run / "config.json").exists():
+        (run / "config.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
@@ -137,14 +162,16 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path
         n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
         gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
         policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device="cpu", verbose=0)
-    model.set_logger(configure(str(run / "tb"), ["tensorboard", "csv"]))
     if pool is not None:
         pool.members[0].policy = model.policy  # type: ignore[attr-defined]
     if resume:
         restore(model, run, rules, pool)
-        # continue on fresh deals: the counters name a new seed (the deals already played stay unused)
+        # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
         venv.seed(args.seed + model.num_timesteps)
         model._last_obs = None  # type: ignore[assignment]
+    suffix = f"-{model.num_timesteps}" if model.num_timesteps else ""  # a resume keeps older CSVs
+    model.set_logger(Logger(str(run / "tb"), [make_output_format(f, str(run / "tb"), suffix)
+                                              for f in ("tensorboard", "csv")]))
     _install_kill_points(model)
     callback = RunCallback(args, rules, run, pool)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
@@ -160,8 +187,6 @@ def _install_kill_points(model: Any) -> None:
 
     if "update" not in os.environ.get("CANASTA_TEST_KILL_AT", ""):
         return
-    from agents.checkpoint import kill_point
-
     optimizer = model.policy.optimizer
     original = optimizer.step
 
@@ -233,13 +258,16 @@ class RunCallback(BaseCallback):
         return True
 
     def snapshot(self) -> None:
-        """Freeze the current policy into the opponent pool (as a checkpoint, so resume can reload
-        it)."""
-        from agents.learned import load_policy_agent
+        """Freeze a copy of the current policy into the opponent pool and write the checkpoint
+        it is reloaded from on resume (that checkpoint lists the pool with itself in it)."""
+        import copy
 
-        path = self.checkpoint(self.model)
-        self.pool.add(load_policy_agent(str(path), self.rules, deterministic=False), path.name)
-        self.checkpoint(self.model)  # record the pool with the snapshot in it
+        from agents.checkpoint import checkpoint_name
+        from agents.learned import PolicyAgent
+
+        frozen = copy.deepcopy(self.model.policy).eval()
+        self.pool.add(PolicyAgent(frozen, deterministic=False), checkpoint_name(self.model.num_timesteps))
+        self.checkpoint(self.model)
         self.logger.record("selfplay/pool_size", len(self.pool.past))
 
     def _on_rollout_end(self) -> None:
@@ -273,8 +301,10 @@ class RunCallback(BaseCallback):
         state = {"num_timesteps": int(model.num_timesteps),
                  "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state(),
                  "opponent_pool": self.pool.past if self.pool is not None else []}
-        meta = build_meta(config=dataclasses.asdict(self.args), rules=self.rules,
-                          policy=model.policy)
+        from canasta_env.learner import default_reward_scale
+
+        config = dict(dataclasses.asdict(self.args), reward_scale=default_reward_scale(self.rules))
+        meta = build_meta(config=config, rules=self.rules, policy=model.policy)
         return save_checkpoint(self.run, checkpoint_name(model.num_timesteps),
                                policy_state=model.policy.state_dict(),
                                optimizer_state=model.policy.optimizer.state_dict(),

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import argparse
 
-from train.ppo import add_flags, load_args, train
+from train.ppo import add_arguments, run_command
 
-add_arguments = add_flags
+__all__ = ["add_arguments", "run"]
 
 
 def run(ns: argparse.Namespace) -> int:
     """``canasta selfplay`` entry point."""
-    skip = {"config", "resume", "command", "_run"}
-    overrides = {k: v for k, v in vars(ns).items() if k not in skip}
-    train(load_args(ns.config, overrides), resume=ns.resume, selfplay=True)
-    return 0
+    return run_command(ns, selfplay=True)

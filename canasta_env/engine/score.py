@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import CARD_VALUES, JOKER, TWO
+from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
 from canasta_env.engine.layout import (
     EV_ALL_RED3,
     EV_GAME_END,
@@ -59,11 +59,10 @@ def meld_parts(row, prm, owner):
     melds = 0
     canastas = 0
     for s in range(13):
-        n = row[mnat + s]
-        if n == 0:
+        n, j, t = row[mnat + s], row[mjok + s], row[mtwo + s]
+        if n + j + t == 0:
             continue
-        kind = s + 4 if s < 11 else 3
-        j, t = row[mjok + s], row[mtwo + s]
+        kind = max(SLOT_KIND[s], 0)  # the wild slot holds no naturals
         cards += n * CARD_VALUES[kind] + j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
         melds += 1
         if s < 11 and n + j + t >= 7:
