@@ -110,6 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     ns = parser.parse_args(argv)
     overrides = {k: v for k, v in vars(ns).items()
                  if k not in {"config", "resume", "steps"} and v is not None}
+    if "net_arch" in overrides:  # list flags arrive as strings
+        overrides["net_arch"] = [int(w) for w in overrides["net_arch"]]
+    if "eval_opponents" in overrides:
+        overrides["eval_opponents"] = list(overrides["eval_opponents"])
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
         overrides.update(total_timesteps=ns.steps, run_dir=tmp, progress=False,
                          eval_every=10**12, checkpoint_every=10**12)
