@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{args.preset} {args.a} vs {args.b}, {args.deals} deals x {result.margins.shape[1]} seatings: "
           f"mean margin {s['mean_margin']:.1f} [{s['margin_lo']:.1f}, {s['margin_hi']:.1f}], "
           f"win rate {s['win_rate']:.3f} [{s['win_lo']:.3f}, {s['win_hi']:.3f}], "
-          f"truncated {int(s['truncated'])}")
+          f"opened {s['opened']:.3f}, went out {s['went_out']:.3f}, truncated {int(s['truncated'])}")
 
 
 if __name__ == "__main__":
