@@ -37,24 +37,31 @@ def legal_counts(mask, rows):
     return out
 
 
+@njit(cache=True, inline="always")
+def pick_in_range(row_mask, lo, hi, u):
+    """The legal action at position floor(u * number legal) among ``row_mask[lo:hi]``'s legal
+    actions; -1 if there is none."""
+    n = 0
+    for a in range(lo, hi):
+        n += row_mask[a]
+    if n == 0:
+        return -1
+    target = min(int(u * n), n - 1)
+    for a in range(lo, hi):
+        if row_mask[a]:
+            if target == 0:
+                return a
+            target -= 1
+    return -1
+
+
 @njit(cache=True)
 def pick_legal(mask, u):
     """Row b: the legal action at position floor(u[b] * number legal) among its legal actions;
     -1 for a row with none."""
     out = np.full(mask.shape[0], -1, np.int64)
     for b in range(mask.shape[0]):
-        n = 0
-        for a in range(mask.shape[1]):
-            n += mask[b, a]
-        if n == 0:
-            continue
-        target = min(int(u[b] * n), n - 1)
-        for a in range(mask.shape[1]):
-            if mask[b, a]:
-                if target == 0:
-                    out[b] = a
-                    break
-                target -= 1
+        out[b] = pick_in_range(mask[b], 0, mask.shape[1], u[b])
     return out
 
 

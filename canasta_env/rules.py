@@ -45,6 +45,11 @@ DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
 )
 
 
+def _default_hand_size(num_players: int) -> int:
+    """C4: 15 cards each to 2 players, 13 to 3, 11 to 4."""
+    return {2: 15, 3: 13, 4: 11}.get(num_players, 11)
+
+
 class RulesError(ValueError):
     """A rules option or file is invalid; the message names the key and the source."""
 
@@ -114,7 +119,7 @@ class RuleSet:
         if self.partnerships is None:
             updates["partnerships"] = n == 4
         if self.hand_size is None:
-            updates["hand_size"] = {2: 15, 3: 13, 4: 11}.get(n, 11)
+            updates["hand_size"] = _default_hand_size(n)
         if self.draw_count is None:
             updates["draw_count"] = 2 if n == 2 else 1
         if self.go_out_requires is None:
@@ -250,7 +255,7 @@ def _validate(r: RuleSet, source: str) -> None:
     ints = [x for x in lowers if isinstance(x, int)]
     _check(len(ints) == len(lowers) and ints == sorted(ints), source,
            "initial_meld_table", table, "lower bounds must be increasing integers")
-    hand = r.hand_size if r.hand_size is not None else {2: 15, 3: 13, 4: 11}.get(r.num_players, 11)
+    hand = r.hand_size if r.hand_size is not None else _default_hand_size(r.num_players)
     _check(hand * r.num_players + r.reserve_size * r.num_players < 52 * r.packs + r.jokers - 10,
            source, "hand_size", r.hand_size, "the deal does not leave a stock")
 

@@ -37,6 +37,7 @@ from canasta_env.engine.layout import (
     deck_counts,
 )
 from canasta_env.engine.rng import deal_key, mix64
+from canasta_env.policy import pick_in_range
 from canasta_env.rules import RuleSet, load_rules
 
 AGENTS = ("random", "eager")
@@ -64,23 +65,11 @@ def keyed_actions(data, mask, salt, eager):
         v = (y >> np.uint64(11)) * (1.0 / 9007199254740992.0)
         lo, hi = 0, NUM_ACTIONS
         if eager and v < 0.8:
-            n_eager = 0
             for a in range(TAKE_PILE_PAIR, MELD_WILD):
-                n_eager += mask[b, a]
-            if n_eager > 0:
-                lo, hi = TAKE_PILE_PAIR, MELD_WILD
-        n = 0
-        for a in range(lo, hi):
-            n += mask[b, a]
-        if n == 0:
-            continue
-        target = min(int(u * n), n - 1)
-        for a in range(lo, hi):
-            if mask[b, a]:
-                if target == 0:
-                    out[b] = a
+                if mask[b, a]:
+                    lo, hi = TAKE_PILE_PAIR, MELD_WILD
                     break
-                target -= 1
+        out[b] = pick_in_range(mask[b], lo, hi, u)
     return out
 
 

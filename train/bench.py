@@ -206,18 +206,11 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
             reset_rows(state, finished)
         return live, int(finished.size)
 
-    one_step()  # warm-up, excluded
-    desynchronise(state, agent, rng, stagger)
-    decisions = hands = 0
-    start = time.perf_counter()
-    deadline = start + seconds
-    while True:
-        d, h = one_step()
-        decisions += d
-        hands += h
-        now = time.perf_counter()
-        if now >= deadline:
-            return Measurement(decisions, hands, now - start)
+    def warm_up() -> None:  # excluded from the timing
+        one_step()
+        desynchronise(state, agent, rng, stagger)
+
+    return Measurement(*_count(seconds, warm_up, one_step))
 
 
 def desynchronise(state: Any, agent: Any, rng: Any, steps: int) -> None:
