@@ -1,22 +1,110 @@
-"""Head-to-head play of two agents on the batch engine, with duplicate deals.
+"""Agents playing dealt hands on the batch engine: the one play loop of matches and tournaments.
 
-``play_match(rules, a, b, deals)`` deals ``deals`` hands (``DealId(seed, row, 0)``) and plays each
-once per side assignment: agent A holds side ``k`` (all its seats) and agent B every other side, for
-``k`` in each side. Each step the rows whose mover sits on A's side get A's action, the others B's.
-A deal's margin is the mean over the seatings of A's hand score minus the mean hand score of the
-other sides, so the luck of the deal cancels as far as the seatings allow.
+``play_games(rules, agents, seats, deals, streams)`` plays game g on ``deals[g]`` with seat p held by
+``agents[seats[g, p]]``; each step every agent acts on its whole batch of decisions at once. Agent
+randomness comes from one stream per (game, agent), keyed by ``streams[g]`` and the agent's index, so
+a game's play never depends on the batch it ran in or on the other games.
+
+``play_match(rules, a, b, deals)`` is the two-agent duplicate form: each deal once per side
+assignment (agent A holds side ``k``, B every other side), margins averaged over the seatings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from canasta_env.engine import init, observe, raise_illegal, step
-from canasta_env.policy import RowRandom, stream_keys
+from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, observe, raise_illegal, step
+from canasta_env.engine.cards import WILD_SLOT
+from canasta_env.engine.layout import EV_PILE_TAKE
+from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
+
+StepHook = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], None]
+
+
+@dataclass
+class GameOutcomes:
+    """Per game (row) of ``play_games``; per-side arrays are (G, sides)."""
+
+    scores: npt.NDArray[np.int64]  # hand score of each side
+    went_out: npt.NDArray[np.int64]  # (G,) seat that went out, -1 none
+    decisions: npt.NDArray[np.int64]  # (G,) decisions in the hand
+    pile_takes: npt.NDArray[np.int64]
+    natural_canastas: npt.NDArray[np.int64]
+    mixed_canastas: npt.NDArray[np.int64]
+    wild_canastas: npt.NDArray[np.int64]
+    red_threes: npt.NDArray[np.int64]
+    opened: npt.NDArray[np.bool_]
+    truncated: npt.NDArray[np.bool_]  # (G,) stopped by the step cap
+
+
+def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLike,
+               deals: Sequence[DealId] | Sequence[ExplicitDeal], streams: npt.ArrayLike,
+               seed: int = 0, on_step: StepHook | None = None) -> GameOutcomes:
+    """Play one hand per game; see the module docstring. ``on_step(rows, actions)`` sees every
+    batch step (to record games)."""
+    rules = load_rules(rules)
+    seat_agent = np.asarray(seats, dtype=np.int64)
+    games, players = seat_agent.shape
+    if players != rules.num_players or len(deals) != games:
+        raise ValueError(f"seats {seat_agent.shape} and {len(deals)} deals for {rules.name} "
+                         f"({rules.num_players} players)")
+    sides = rules.num_sides
+    state = init_from_deals(rules, list(deals))
+    stream_ids = np.asarray(streams, dtype=np.uint64)
+    randoms = [RowRandom(stream_keys(np.full(games, seed, dtype=np.uint64), stream_ids, 0x3A7C + i))
+               for i in range(len(agents))]
+    pile_takes = np.zeros((games, sides), dtype=np.int64)
+    decisions = np.zeros(games, dtype=np.int64)
+    while True:
+        live = np.flatnonzero(~(state.terminated | state.truncated))
+        if live.size == 0:
+            break
+        movers = state.current_player[live].astype(np.int64)
+        mask = state.legal_action_mask[live]
+        owner = seat_agent[live, movers]
+        actions = np.empty(live.size, np.int64)
+        for i in np.unique(owner):
+            sel = owner == i
+            rows = live[sel]
+            agent = agents[int(i)]
+            if getattr(agent, "needs_observations", True):
+                obs = observe(state, movers[sel], rows)
+            else:
+                obs = np.zeros((rows.size, 0), dtype=np.float32)
+            actions[sel] = agent.act(obs, mask[sel], randoms[int(i)].subset(rows))
+        result = step(state, actions, live)
+        if result.illegal.any():
+            bad = int(np.flatnonzero(result.illegal)[0])
+            raise_illegal(state, int(live[bad]), int(actions[bad]))
+        if on_step is not None:
+            on_step(live, actions)
+        decisions[live] += 1
+        took = (result.events & EV_PILE_TAKE) != 0
+        np.add.at(pile_takes, (live[took], movers[took] % sides), 1)
+    size = (state.meld_naturals + state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
+    wilds = (state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
+    canasta = size >= 7
+    red3 = state.red_threes.astype(np.int64)
+    red3_side = np.zeros((games, sides), dtype=np.int64)
+    for p in range(players):
+        red3_side[:, p % sides] += red3[:, p]
+    return GameOutcomes(
+        scores=state.hand_scores.astype(np.int64).copy(),
+        went_out=state.went_out.astype(np.int64).copy(),
+        decisions=decisions,
+        pile_takes=pile_takes,
+        natural_canastas=(canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2),
+        mixed_canastas=(canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2),
+        wild_canastas=canasta[:, :, WILD_SLOT].astype(np.int64),
+        red_threes=red3_side,
+        opened=state.opened.astype(bool).copy(),
+        truncated=state.truncated.copy(),
+    )
 
 
 @dataclass
@@ -56,51 +144,28 @@ def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
     return float(lo), float(hi)
 
 
-def play_match(rules: RuleSet | str, agent_a, agent_b, deals: int, seed: int = 0,
-               rng_seed: int = 0) -> MatchResult:
-    """Play ``deals`` deals once per seating of A; see the module docstring."""
+def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
+               deals: int | Sequence[ExplicitDeal], seed: int = 0, rng_seed: int = 0) -> MatchResult:
+    """Play each deal once per seating of A; see the module docstring. ``deals`` is a count (deal i
+    is ``DealId(seed, i, 0)``) or a list of explicit deals (e.g. from a fixed deal set)."""
     rules = load_rules(rules)
-    sides = rules.num_sides
-    margins = np.zeros((deals, sides))
-    went_out = np.zeros((deals, sides), dtype=bool)
-    opened = np.zeros((deals, sides), dtype=bool)
-    truncated = decisions = 0
-    for a_side in range(sides):
-        state = init(rules, deals, seed)
-        # one random stream per deal and seating, so an agent's sampling in one deal never
-        # depends on the batch or on the other deals
-        rng = RowRandom(stream_keys(np.full(deals, rng_seed, dtype=np.uint64),
-                                    np.arange(deals) * sides + a_side, 0x3A7C))
-        for agent in (agent_a, agent_b):
-            new_episode = getattr(agent, "new_episode", None)
-            if new_episode is not None:
-                new_episode(np.arange(deals), rng.random(deals))
-        while True:
-            live = np.flatnonzero(~(state.terminated | state.truncated))
-            if live.size == 0:
-                break
-            movers = state.current_player[live].astype(np.int64)
-            mask = state.legal_action_mask[live]
-            actions = np.empty(live.size, np.int64)
-            on_a = (movers % sides) == a_side
-            for agent, sel in ((agent_a, on_a), (agent_b, ~on_a)):
-                if not sel.any():
-                    continue
-                rows = live[sel]
-                obs = observe(state, movers[sel], rows)
-                actions[sel] = agent.act(obs, mask[sel], rng.subset(rows))
-            result = step(state, actions, live)
-            if result.illegal.any():
-                bad = int(np.flatnonzero(result.illegal)[0])
-                raise_illegal(state, int(live[bad]), int(actions[bad]))
-            decisions += live.size
-        scores = state.hand_scores.astype(np.float64)
-        others = (scores.sum(axis=1) - scores[:, a_side]) / max(sides - 1, 1)
-        margins[:, a_side] = scores[:, a_side] - others
-        went_out[:, a_side] = (state.went_out >= 0) & (state.went_out % sides == a_side)
-        opened[:, a_side] = state.opened[:, a_side] > 0
-        truncated += int(state.truncated.sum())
-    return MatchResult(margins, truncated, decisions, went_out, opened)
+    sides, players = rules.num_sides, rules.num_players
+    dealt = [DealId(seed, i, 0) for i in range(deals)] if isinstance(deals, int) else list(deals)
+    n = len(dealt)
+    a_side = np.repeat(np.arange(sides), n)  # game g: seating g // n of deal g % n
+    seat_side = np.arange(players) % sides
+    seats = np.where(seat_side[None, :] == a_side[:, None], 0, 1)
+    out = play_games(rules, [agent_a, agent_b], seats, dealt * sides,
+                     np.arange(n * sides) % n * sides + a_side, rng_seed)
+    scores = out.scores.astype(np.float64)
+    games = np.arange(n * sides)
+    own = scores[games, a_side]
+    margins = own - (scores.sum(axis=1) - own) / max(sides - 1, 1)
+    went_out = (out.went_out >= 0) & (out.went_out % sides == a_side)
+    opened = out.opened[games, a_side]
+    shape = (sides, n)
+    return MatchResult(margins.reshape(shape).T.copy(), int(out.truncated.sum()), int(out.decisions.sum()),
+                       went_out.reshape(shape).T.copy(), opened.reshape(shape).T.copy())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -45,7 +45,8 @@ class TrainArgs:
     checkpoint_every: int = 50_000  # learner steps between checkpoints
     eval_every: int = 50_000  # learner steps between evaluations
     eval_deals: int = 200  # fixed duplicate deals per evaluation (each played twice)
-    eval_seed: int = 2027  # names the fixed evaluation deal set
+    eval_seed: int = 2027  # evaluation deals DealId(eval_seed, i, 0), unless eval_deal_set is set
+    eval_deal_set: str | None = None  # a fixed deal set (canasta_env.deal_sets): "v1" or a .npz path
     eval_opponents: list[str] = field(default_factory=lambda: ["random"])
     torch_threads: int = 1  # measured: 2 threads make small-network PPO ~40x slower here
     progress: bool = True
@@ -78,6 +79,8 @@ def load_args(config: str | None, overrides: dict[str, Any]) -> TrainArgs:
 
 
 def _fits(value: Any, kind: str) -> bool:
+    if kind.endswith(" | None"):
+        return value is None or _fits(value, kind[: -len(" | None")])
     if kind.startswith("list"):
         element = int if "int" in kind else str
         return isinstance(value, list) and all(isinstance(v, element) for v in value)
@@ -286,9 +289,14 @@ class RunCallback(BaseCallback):
         from agents.match import play_match
 
         me = PolicyAgent(self.model.policy, deterministic=True)
+        deals: Any = self.args.eval_deals
+        if self.args.eval_deal_set is not None:
+            from canasta_env.deal_sets import load_deal_set
+
+            deals = load_deal_set(self.args.eval_deal_set, self.rules).deals(range(self.args.eval_deals))
         results = {}
         for name in self.args.eval_opponents:
-            summary = play_match(self.rules, me, make_agent(name, self.rules), self.args.eval_deals,
+            summary = play_match(self.rules, me, make_agent(name, self.rules), deals,
                                  seed=self.args.eval_seed).summary()
             for key in ("mean_margin", "win_rate", "went_out", "opened"):
                 self.logger.record(f"eval_{name}/{key}", summary[key])

@@ -37,7 +37,8 @@ def _steps(path: Path) -> int:
 @pytest.mark.parametrize("command", ["train", "selfplay"])
 def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    proc = _canasta(command, run, 1024)
+    extra = ["--eval_deal_set", "v1"] if command == "train" else []  # evaluation on a fixed deal set
+    proc = _canasta(command, run, 1024, *extra)
     assert proc.returncode == 0, proc.stderr[-2000:]
     latest = latest_checkpoint(run)
     assert latest is not None and _steps(latest) >= 1024

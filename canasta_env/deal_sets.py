@@ -1,0 +1,129 @@
+"""Fixed evaluation deal sets: versioned files of explicit deals per preset.
+
+A deal set stores each deal written out (deck order and dealer), not a seed, so tournaments and
+training evaluations that name the same set play the same hands across runs, library versions and
+numpy versions. Sets ship inside the package as ``deal_sets/{preset}-{version}.npz``; any other
+``.npz`` written by ``save_deal_set`` can be named by its path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from canasta_env.engine import DealId, ExplicitDeal, explicit_deal
+from canasta_env.engine.cards import NUM_KINDS
+from canasta_env.rules import RuleSet, load_rules
+
+FORMAT = "canasta-deal-set"
+_PACKAGE_DIR = "deal_sets"
+
+
+@dataclass(frozen=True)
+class DealSet:
+    """Explicit deals for one preset. ``name`` is ``{preset}-{version}`` for shipped sets."""
+
+    name: str
+    preset: str
+    version: str
+    orders: npt.NDArray[np.int8]  # (N, deck) deck in dealing order, last element = top
+    dealers: npt.NDArray[np.int8]  # (N,)
+    sha256: str  # of orders and dealers: names the exact content
+
+    def __len__(self) -> int:
+        return int(self.orders.shape[0])
+
+    def deal(self, i: int) -> ExplicitDeal:
+        return ExplicitDeal(self.orders[i], int(self.dealers[i]))
+
+    def deals(self, indices: npt.ArrayLike) -> list[ExplicitDeal]:
+        return [self.deal(int(i)) for i in np.asarray(indices).ravel()]
+
+    def reference(self, i: int) -> str:
+        """A stable name for deal ``i``: ``{set name}#{i}`` (with the content hash in results)."""
+        return f"{self.name}#{i}"
+
+
+def _digest(orders: npt.NDArray[np.int8], dealers: npt.NDArray[np.int8]) -> str:
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(orders, dtype=np.int8).tobytes())
+    h.update(np.ascontiguousarray(dealers, dtype=np.int8).tobytes())
+    return h.hexdigest()
+
+
+def make_deal_set(rules: RuleSet | str, count: int, seed: int, version: str = "v1") -> DealSet:
+    """``count`` deals written out from ``DealId(seed, i, 0)``."""
+    rules = load_rules(rules)
+    deals = [explicit_deal(rules, DealId(seed, i, 0)) for i in range(count)]
+    orders = np.stack([d.order for d in deals]).astype(np.int8)
+    dealers = np.array([d.dealer for d in deals], dtype=np.int8)
+    return DealSet(f"{rules.name}-{version}", rules.name, version, orders, dealers,
+                   _digest(orders, dealers))
+
+
+def save_deal_set(deal_set: DealSet, path: str | Path) -> None:
+    """Write ``deal_set`` as a compressed ``.npz`` with its metadata and content hash."""
+    meta = {"format": FORMAT, "name": deal_set.name, "preset": deal_set.preset,
+            "version": deal_set.version, "count": len(deal_set), "sha256": deal_set.sha256}
+    np.savez_compressed(path, orders=deal_set.orders, dealers=deal_set.dealers,
+                        meta=np.array(json.dumps(meta)))
+
+
+def shipped_deal_sets() -> list[str]:
+    """Names (``{preset}-{version}``) of the deal sets shipped with the package."""
+    folder = resources.files("canasta_env") / _PACKAGE_DIR
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".npz"))
+
+
+def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
+    """A deal set by path, by shipped name (``classic_2p-v1``) or by version (``v1``, meaning
+    ``{rules preset}-v1``), checked against its hash and against the deck of ``rules``."""
+    rules = load_rules(rules)
+    path = Path(name_or_path)
+    if not path.exists():
+        name = str(name_or_path)
+        if "-" not in name:
+            name = f"{rules.name}-{name}"
+        resource = resources.files("canasta_env") / _PACKAGE_DIR / f"{name}.npz"
+        if not resource.is_file():
+            raise ValueError(f"no deal set {name_or_path!r}: not a file, and not one of the shipped "
+                             f"sets {shipped_deal_sets()}")
+        path = Path(str(resource))
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            orders = np.asarray(data["orders"], dtype=np.int8)
+            dealers = np.asarray(data["dealers"], dtype=np.int8)
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        raise ValueError(f"deal set {path}: not a readable deal set file ({e})") from e
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"deal set {path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+    if _digest(orders, dealers) != meta.get("sha256"):
+        raise ValueError(f"deal set {path}: content does not match its sha256 (file corrupted or edited)")
+    deal_set = DealSet(meta["name"], meta["preset"], meta["version"], orders, dealers, meta["sha256"])
+    _check_deck(deal_set, rules, path)
+    return deal_set
+
+
+def _check_deck(deal_set: DealSet, rules: RuleSet, path: Path) -> None:
+    from canasta_env.engine.layout import deck_counts, pack_params
+
+    expected = deck_counts(pack_params(rules, "hand"))
+    orders = deal_set.orders.astype(np.int64)
+    if orders.ndim != 2 or orders.shape[1] != int(np.sum(expected)):
+        raise ValueError(f"deal set {path} ({deal_set.preset}): deals of {orders.shape[-1]} cards, but "
+                         f"{rules.name} deals a {int(np.sum(expected))}-card deck")
+    counts = np.zeros((orders.shape[0], NUM_KINDS), dtype=np.int64)
+    np.add.at(counts, (np.arange(orders.shape[0])[:, None], orders), 1)
+    bad = np.flatnonzero(np.any(counts != expected, axis=1))
+    if bad.size:
+        raise ValueError(f"deal set {path}: deal {int(bad[0])} is not a permutation of the {rules.name} deck")
+    if np.any((deal_set.dealers < 0) | (deal_set.dealers >= rules.num_players)):
+        raise ValueError(f"deal set {path}: a dealer is outside seats 0..{rules.num_players - 1} of "
+                         f"{rules.name}")

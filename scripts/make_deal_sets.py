@@ -1,0 +1,34 @@
+"""Regenerate the shipped evaluation deal sets: ``python scripts/make_deal_sets.py [--count 10000]``.
+
+A shipped set is never regenerated in place: a changed set gets a new version (``v2``), so results
+that name ``v1`` stay comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from canasta_env.deal_sets import make_deal_set, save_deal_set
+
+SEED = 20261130  # names the v1 sets: deal i is DealId(SEED, i, 0) under the engine that wrote them
+PRESETS = ("classic_2p", "classic_3p", "classic_4p")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--version", default="v1")
+    parser.add_argument("--out", default=str(Path(__file__).parents[1] / "canasta_env" / "deal_sets"))
+    args = parser.parse_args()
+    for preset in PRESETS:
+        deal_set = make_deal_set(preset, args.count, SEED, args.version)
+        path = Path(args.out) / f"{deal_set.name}.npz"
+        if path.exists():
+            raise SystemExit(f"{path} exists: shipped sets are immutable, use a new --version")
+        save_deal_set(deal_set, path)
+        print(f"{path}: {len(deal_set)} deals, sha256 {deal_set.sha256[:16]}...")
+
+
+if __name__ == "__main__":
+    main()

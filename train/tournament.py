@@ -1,0 +1,351 @@
+"""``canasta tournament``: round robins and gauntlets between agents and checkpoints.
+
+Entrants meet in matches (a pair when the game has two sides, a triple at three players) played on
+the batch engine through ``agents.match.play_games``. Every match plays the same deals: deal d is
+``DealId(seed, d, 0)`` or entry d of a fixed deal set. With ``duplicate`` each deal is replayed in
+every seating of the match's entrants (sides swapped; all 6 permutations at three players), so each
+entrant plays each hand from every position and the luck of the deal cancels; without it deal d is
+played once, in seating ``d mod seatings``. ``hands`` counts hands played per match either way, so
+the two designs can be compared at equal cost.
+
+Results are a pure function of the configuration (agent randomness is keyed by deal, seating and
+entrant), so a run interrupted and resumed with the same ``out`` folder replays no finished work
+and ends with the same numbers as an uninterrupted one. Statistics are in ``train.tournament_report``.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from canasta_env.rules import RuleSet, load_rules
+
+FORMAT = "canasta-tournament"
+DEALS_PER_UNIT = 1024  # deals per unit of work (the resume granularity), all seatings of each
+
+
+@dataclass
+class TournamentConfig:
+    """Everything that determines a tournament's results (checked on resume)."""
+
+    rules: dict[str, Any]  # the full option set (RuleSet.to_dict)
+    entrants: list[str]  # labels, unique
+    specs: list[str]  # what each entrant was built from (agent name or checkpoint path)
+    hands: int
+    duplicate: bool = False
+    vs: str | None = None
+    partners: str | None = None
+    seed: int = 0
+    deal_set: str | None = None  # deal set name and content hash
+    resamples: int = 2000
+    target_margin: float | None = None
+
+
+@dataclass
+class Plan:
+    """The matches and how their games are laid out."""
+
+    sides: int
+    matches: list[tuple[int, ...]]  # entrant indices, one per side of the match
+    seatings: list[tuple[int, ...]]  # seating k: side q is held by the match's entrant seatings[k][q]
+    deals: int
+    games_per_deal: int  # seatings played per deal
+    partner: int | None = None  # agent index of the fixed partner (4p --partners)
+
+    def games(self, deal: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(deal, seating) of every game played on the given deals."""
+        if self.games_per_deal == len(self.seatings):
+            k = np.tile(np.arange(len(self.seatings)), deal.size)
+            return np.repeat(deal, len(self.seatings)), k
+        return deal, deal % len(self.seatings)
+
+
+def make_plan(rules: RuleSet, entrants: Sequence[str], hands: int, duplicate: bool,
+              vs: str | None, partners: bool) -> Plan:
+    """Matches (round robin, or a gauntlet against ``vs``) and seatings for ``rules``."""
+    sides, k = rules.num_sides, len(entrants)
+    if k < sides:
+        raise ValueError(f"{rules.name} needs at least {sides} entrants per game, got {k}")
+    if vs is not None and vs not in entrants:
+        raise ValueError(f"--vs {vs!r} is not one of the entrants {list(entrants)}")
+    if partners and rules.num_players == sides:
+        raise ValueError(f"--partners needs a partnership game; {rules.name} has no partners")
+    if vs is None:
+        matches = list(itertools.combinations(range(k), sides))
+    else:
+        x = entrants.index(vs)
+        matches = [(x, *rest) for rest in itertools.combinations([i for i in range(k) if i != x], sides - 1)]
+    seatings = (list(itertools.permutations(range(sides))) if sides <= 3
+                else [tuple((q + r) % sides for q in range(sides)) for r in range(sides)])
+    per_deal = len(seatings) if duplicate else 1
+    if hands < per_deal or hands % per_deal:
+        raise ValueError(f"--hands {hands}: with --duplicate a match plays each deal {per_deal} times, so "
+                         f"hands must be a positive multiple of {per_deal}")
+    return Plan(sides, matches, seatings, hands // per_deal, per_deal, k if partners else None)
+
+
+def seat_table(plan: Plan, match: tuple[int, ...], seating: npt.NDArray[np.int64],
+               players: int) -> npt.NDArray[np.int64]:
+    """(G, players) agent index at each seat of each game of ``match``."""
+    perms = np.array(plan.seatings, dtype=np.int64)[seating]  # (G, sides) match position per side
+    side_entrant = np.array(match, dtype=np.int64)[perms]
+    seats = side_entrant[:, np.arange(players) % plan.sides]
+    if plan.partner is not None:
+        seats[:, plan.sides:] = plan.partner
+    return seats
+
+
+# Per-hand columns: identity of the game, then one column per side for each outcome.
+SIDE_COLUMNS = ("entrant", "score", "pile_takes", "natural_canastas", "mixed_canastas", "wild_canastas",
+                "red_threes", "opened")
+
+
+def hand_columns(sides: int) -> list[str]:
+    cols = ["match", "deal", "seating", "deal_ref", "seats"]
+    cols += [f"side{q}_{c}" for q in range(sides) for c in SIDE_COLUMNS]
+    return cols + ["went_out_seat", "went_out_side", "decisions", "truncated"]
+
+
+def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, deals: npt.NDArray[np.int64],
+              deal_source: Any, seed: int) -> dict[str, npt.NDArray[Any]]:
+    """Play every game of one match on the given deals; per-hand columns (entrants as indices)."""
+    from agents.match import play_games
+
+    match = plan.matches[match_index]
+    deal, seating = plan.games(deals)
+    seats = seat_table(plan, match, seating, rules.num_players)
+    dealt = deal_source(deal)
+    out = play_games(rules, agents, seats, dealt, deal * len(plan.seatings) + seating, seed)
+    cols: dict[str, npt.NDArray[Any]] = {
+        "match": np.full(deal.size, match_index), "deal": deal, "seating": seating}
+    side_entrant = seats[:, :plan.sides]
+    per_side = {"entrant": side_entrant, "score": out.scores, "pile_takes": out.pile_takes,
+                "natural_canastas": out.natural_canastas, "mixed_canastas": out.mixed_canastas,
+                "wild_canastas": out.wild_canastas, "red_threes": out.red_threes,
+                "opened": out.opened.astype(np.int64)}
+    for q in range(plan.sides):
+        for c in SIDE_COLUMNS:
+            cols[f"side{q}_{c}"] = per_side[c][:, q]
+    cols["went_out_seat"] = out.went_out
+    cols["went_out_side"] = np.where(out.went_out >= 0, out.went_out % plan.sides, -1)
+    cols["decisions"] = out.decisions
+    cols["truncated"] = out.truncated.astype(np.int64)
+    cols["seats"] = seats
+    return cols
+
+
+class HandLog:
+    """Append-only CSV of finished units in an output folder; reloaded on resume."""
+
+    def __init__(self, out: Path, config: TournamentConfig, sides: int) -> None:
+        self.out = out
+        self.path = out / "hands.csv"
+        self.columns = hand_columns(sides)
+        self.labels = config.entrants + ([f"partner:{config.partners}"] if config.partners else [])
+        out.mkdir(parents=True, exist_ok=True)
+        cfg_path = out / "tournament.json"
+        wanted = json.loads(json.dumps({"format": FORMAT, **asdict(config)}))
+        if cfg_path.exists():
+            try:
+                found = json.loads(cfg_path.read_text())
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{cfg_path}: not valid JSON ({e}); use a new --out folder") from e
+            diff = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k) != v}
+            if diff:
+                detail = "; ".join(f"{k}: was {a!r}, now {b!r}" for k, (a, b) in diff.items())
+                raise ValueError(f"{out} holds a different tournament ({detail}); use a new --out folder")
+        else:
+            cfg_path.write_text(json.dumps(wanted, indent=2))
+
+    def load(self) -> list[dict[str, str]]:
+        """Rows of the log (a torn last line from an interruption is dropped)."""
+        if not self.path.exists():
+            return []
+        with self.path.open(newline="") as f:
+            text = f.read()
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines = lines[:-1]
+        rows = list(csv.DictReader(lines))
+        if rows and list(rows[0].keys()) != self.columns:
+            raise ValueError(f"{self.path}: columns {list(rows[0].keys())} are not a tournament hand log")
+        return [r for r in rows if None not in r.values()]
+
+    def rewrite(self, rows: list[dict[str, str]]) -> None:
+        """Keep only ``rows`` (complete units) before appending more."""
+        tmp = self.path.with_suffix(".tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        os.replace(tmp, self.path)
+
+    def append(self, cols: dict[str, npt.NDArray[Any]], refs: list[str]) -> None:
+        """Append one finished unit and force it to disk."""
+        new = not self.path.exists()
+        with self.path.open("a", newline="") as f:
+            writer = csv.writer(f)
+            if new:
+                writer.writerow(self.columns)
+            for row in _rows(cols, refs, self.columns, self.labels):
+                writer.writerow(row)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _rows(cols: dict[str, npt.NDArray[Any]], refs: list[str], columns: list[str],
+          labels: list[str]) -> list[list[Any]]:
+    out = []
+    for g in range(cols["deal"].size):
+        row: list[Any] = []
+        for c in columns:
+            if c == "deal_ref":
+                row.append(refs[g])
+            elif c == "seats":
+                row.append("|".join(labels[int(a)] for a in cols["seats"][g]))
+            elif c.endswith("_entrant"):
+                row.append(labels[int(cols[c][g])])
+            else:
+                row.append(int(cols[c][g]))
+        out.append(row)
+    return out
+
+
+def _parse(rows: list[dict[str, str]], labels: list[str], players: int) -> dict[str, npt.NDArray[Any]]:
+    index = {name: i for i, name in enumerate(labels)}
+    cols: dict[str, npt.NDArray[Any]] = {}
+    for c in rows[0]:
+        if c == "deal_ref":
+            continue
+        if c == "seats":
+            cols[c] = np.array([[index[s] for s in r[c].split("|")] for r in rows], dtype=np.int64)
+        elif c.endswith("_entrant"):
+            cols[c] = np.array([index[r[c]] for r in rows], dtype=np.int64)
+        else:
+            cols[c] = np.array([int(r[c]) for r in rows], dtype=np.int64)
+    return cols
+
+
+@dataclass
+class Entrant:
+    label: str
+    spec: str
+    agent: Any = field(repr=False, default=None)
+
+
+def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
+    """Entrants from agent names, checkpoint paths or ``(label, agent)`` pairs; repeated names get
+    ``#2``, ``#3`` labels (two copies of ``random`` are two entrants with their own streams)."""
+    from agents import make_agent
+
+    built: list[Entrant] = []
+    seen: dict[str, int] = {}
+    for e in entrants:
+        if isinstance(e, tuple):
+            label, agent, spec = str(e[0]), e[1], f"python:{type(e[1]).__name__}"
+        else:
+            spec = str(e)
+            label, agent = spec.rstrip("/"), make_agent(spec, rules)
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label}#{seen[label]}"
+        built.append(Entrant(label, spec, agent))
+    return built
+
+
+def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
+        vs: str | None = None, partners: str | None = None, seed: int = 0, deal_set: str | None = None,
+        out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
+        progress: bool = False, plots: bool = True) -> Any:
+    """Play a tournament and return its ``TournamentResult`` (see the module docstring).
+
+    Args:
+        rules: preset name, YAML path or ``RuleSet``.
+        entrants: agent names (``random``, ``greedy``, ``heuristic``), checkpoint or run folders, or
+            ``(label, agent)`` pairs of agent objects.
+        hands: hands played per match.
+        duplicate: replay each deal in every seating of the match.
+        vs: an entrant's label: play a gauntlet (that entrant against each other) instead of a round
+            robin.
+        partners: an agent that partners every entrant (4 players); by default a side is two copies
+            of one entrant.
+        seed: names the deals (``DealId(seed, d, 0)``) and the agents' random streams.
+        deal_set: a fixed deal set (``v1``, ``classic_2p-v1`` or a path): deal d is its entry d.
+        out: folder for the hand log, results and plots; re-running with it resumes.
+        resamples: bootstrap resamples of deals for every interval.
+        target_margin: report the deals needed to detect this mean margin per pair.
+    """
+    from canasta_env.deal_sets import load_deal_set
+    from canasta_env.engine import DealId
+    from train.tournament_report import summarize
+
+    rules = load_rules(rules)
+    people = build_entrants(rules, entrants)
+    labels = [e.label for e in people]
+    plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
+    agents = [e.agent for e in people]
+    if partners is not None:
+        from agents import make_agent
+
+        agents.append(make_agent(partners, rules))
+    if deal_set is not None:
+        dset = load_deal_set(deal_set, rules)
+        if plan.deals > len(dset):
+            raise ValueError(f"deal set {dset.name} holds {len(dset)} deals; {plan.deals} needed")
+
+        def deal_source(d: npt.NDArray[np.int64]) -> list[Any]:
+            return dset.deals(d)
+
+        def refs(d: npt.NDArray[np.int64]) -> list[str]:
+            return [dset.reference(int(i)) for i in d]
+        set_name = f"{dset.name}@{dset.sha256[:16]}"
+    else:
+        def deal_source(d: npt.NDArray[np.int64]) -> list[Any]:
+            return [DealId(seed, int(i), 0) for i in d]
+
+        def refs(d: npt.NDArray[np.int64]) -> list[str]:
+            return [f"DealId({seed},{int(i)},0)" for i in d]
+        set_name = None
+    config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
+                              partners, seed, set_name, resamples, target_margin)
+    units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
+             for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
+    log = HandLog(Path(out), config, plan.sides) if out is not None else None
+    all_labels = labels + ([f"partner:{partners}"] if partners else [])
+    done: dict[tuple[int, int], list[dict[str, str]]] = {}
+    if log is not None:
+        for row in log.load():
+            done.setdefault((int(row["match"]), int(row["deal"]) // DEALS_PER_UNIT), []).append(row)
+        expected = {(m, int(d[0]) // DEALS_PER_UNIT): d.size * plan.games_per_deal for m, d in units}
+        done = {k: v for k, v in done.items() if expected.get(k) == len(v)}
+        log.rewrite([r for k in sorted(done) for r in done[k]])
+    pieces: list[dict[str, npt.NDArray[Any]]] = []
+    total = sum(d.size for _, d in units) * plan.games_per_deal
+    from tqdm import tqdm
+
+    with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
+        for m, d in units:
+            key = (m, int(d[0]) // DEALS_PER_UNIT)
+            if key in done:
+                pieces.append(_parse(done[key], all_labels, rules.num_players))
+            else:
+                cols = play_unit(rules, agents, plan, m, d, deal_source, seed)
+                if log is not None:
+                    log.append(cols, refs(cols["deal"]))
+                pieces.append(cols)
+            bar.update(d.size * plan.games_per_deal)
+    hands_cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    hands_cols["deal_ref"] = np.array(refs(hands_cols["deal"]), dtype=object)
+    result = summarize(config, plan, all_labels, hands_cols)
+    if out is not None:
+        result.save(Path(out), plots=plots)
+    return result
