@@ -18,8 +18,10 @@ class PolicyAgent:
         self.policy = policy
         self.deterministic = deterministic
 
-    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
-            rng: Any) -> npt.NDArray[np.int64]:
+    def action_probabilities(self, observations: npt.NDArray[np.float32],
+                             legal_action_mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
+        """``(B, A)`` probability of each action under the policy, zero where illegal (for
+        ``canasta play --show-policy`` and analysis)."""
         import torch
 
         mask = np.asarray(legal_action_mask, dtype=bool)
@@ -28,7 +30,12 @@ class PolicyAgent:
                                   device=self.policy.device)
             dist = self.policy.get_distribution(obs, action_masks=mask)
             probs = dist.distribution.probs.cpu().numpy()
-        probs = np.where(mask, probs, 0.0)
+        return np.where(mask, probs, 0.0)
+
+    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
+            rng: Any) -> npt.NDArray[np.int64]:
+        mask = np.asarray(legal_action_mask, dtype=bool)
+        probs = self.action_probabilities(observations, mask)
         if self.deterministic:
             return probs.argmax(axis=1).astype(np.int64)
         cdf = np.cumsum(probs, axis=1)

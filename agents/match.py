@@ -11,8 +11,10 @@ assignment (agent A holds side ``k``, B every other side), margins averaged over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,8 +24,6 @@ from canasta_env.engine.cards import WILD_SLOT
 from canasta_env.engine.layout import EV_PILE_TAKE
 from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
-
-StepHook = Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], None]
 
 
 @dataclass
@@ -40,13 +40,15 @@ class GameOutcomes:
     red_threes: npt.NDArray[np.int64]
     opened: npt.NDArray[np.bool_]
     truncated: npt.NDArray[np.bool_]  # (G,) stopped by the step cap
+    records: list[Any]  # canasta_env.records.HandRecord of every game, when asked for
 
 
 def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLike,
                deals: Sequence[DealId] | Sequence[ExplicitDeal], streams: npt.ArrayLike,
-               seed: int = 0, on_step: StepHook | None = None) -> GameOutcomes:
-    """Play one hand per game; see the module docstring. ``on_step(rows, actions)`` sees every
-    batch step (to record games)."""
+               seed: int = 0, record_seats: Sequence[Sequence[str]] | None = None,
+               record_meta: dict[str, Any] | None = None) -> GameOutcomes:
+    """Play one hand per game; see the module docstring. With ``record_seats`` (a label per seat of
+    every game) each hand is also returned as a game record (``canasta_env.records``)."""
     rules = load_rules(rules)
     seat_agent = np.asarray(seats, dtype=np.int64)
     games, players = seat_agent.shape
@@ -58,6 +60,13 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
     stream_ids = np.asarray(streams, dtype=np.uint64)
     randoms = [RowRandom(stream_keys(np.full(games, seed, dtype=np.uint64), stream_ids, 0x3A7C + i))
                for i in range(len(agents))]
+    recorder = None
+    if record_seats is not None:
+        from canasta_env.records import BatchRecorder
+
+        explicit = list(deals) if isinstance(deals[0], ExplicitDeal) else None
+        recorder = BatchRecorder(state, record_seats, deals=explicit, meta=record_meta)
+    records: list[Any] = []
     pile_takes = np.zeros((games, sides), dtype=np.int64)
     decisions = np.zeros(games, dtype=np.int64)
     while True:
@@ -81,14 +90,19 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         if result.illegal.any():
             bad = int(np.flatnonzero(result.illegal)[0])
             raise_illegal(state, int(live[bad]), int(actions[bad]))
-        if on_step is not None:
-            on_step(live, actions)
+        if recorder is not None:
+            records.extend(recorder.record(actions, result, live))
         decisions[live] += 1
         took = (result.events & EV_PILE_TAKE) != 0
         np.add.at(pile_takes, (live[took], movers[took] % sides), 1)
     size = (state.meld_naturals + state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     wilds = (state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
-    canasta = size >= 7
+    canasta = size >= 7  # per meld owner; owner o is on side o % sides
+
+
+    def by_side(per_owner: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        return per_owner.reshape(games, -1, sides).sum(axis=1).astype(np.int64)
+
     red3 = state.red_threes.astype(np.int64)
     red3_side = np.zeros((games, sides), dtype=np.int64)
     for p in range(players):
@@ -98,12 +112,13 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         went_out=state.went_out.astype(np.int64).copy(),
         decisions=decisions,
         pile_takes=pile_takes,
-        natural_canastas=(canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2),
-        mixed_canastas=(canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2),
-        wild_canastas=canasta[:, :, WILD_SLOT].astype(np.int64),
+        natural_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2)),
+        mixed_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2)),
+        wild_canastas=by_side(canasta[:, :, WILD_SLOT].astype(np.int64)),
         red_threes=red3_side,
         opened=state.opened.astype(bool).copy(),
         truncated=state.truncated.copy(),
+        records=records,
     )
 
 
@@ -145,9 +160,11 @@ def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
 
 
 def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
-               deals: int | Sequence[ExplicitDeal], seed: int = 0, rng_seed: int = 0) -> MatchResult:
+               deals: int | Sequence[ExplicitDeal], seed: int = 0, rng_seed: int = 0,
+               record_to: str | Path | None = None, labels: tuple[str, str] = ("A", "B")) -> MatchResult:
     """Play each deal once per seating of A; see the module docstring. ``deals`` is a count (deal i
-    is ``DealId(seed, i, 0)``) or a list of explicit deals (e.g. from a fixed deal set)."""
+    is ``DealId(seed, i, 0)``) or a list of explicit deals (e.g. from a fixed deal set). With
+    ``record_to`` every hand is appended to that JSON-lines file of game records, seats labelled."""
     rules = load_rules(rules)
     sides, players = rules.num_sides, rules.num_players
     dealt = [DealId(seed, i, 0) for i in range(deals)] if isinstance(deals, int) else list(deals)
@@ -155,8 +172,13 @@ def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
     a_side = np.repeat(np.arange(sides), n)  # game g: seating g // n of deal g % n
     seat_side = np.arange(players) % sides
     seats = np.where(seat_side[None, :] == a_side[:, None], 0, 1)
+    record_seats = [[labels[a] for a in row] for row in seats] if record_to is not None else None
     out = play_games(rules, [agent_a, agent_b], seats, dealt * sides,
-                     np.arange(n * sides) % n * sides + a_side, rng_seed)
+                     np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats)
+    if record_to is not None:
+        from canasta_env.records import write_records
+
+        write_records(record_to, out.records)
     scores = out.scores.astype(np.float64)
     games = np.arange(n * sides)
     own = scores[games, a_side]

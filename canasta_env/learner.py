@@ -41,9 +41,11 @@ ILLEGAL_POLICIES = ("terminate", "raise")
 def side_meld_values(state: State) -> npt.NDArray[np.int64]:
     """(B, sides) card value of each side's melds (the shaping potential's raw material)."""
     slot_values = np.where(SLOT_KIND >= 0, CARD_VALUES[np.maximum(SLOT_KIND, 0)], 0)
-    return ((state.meld_naturals * slot_values).sum(axis=2)
-            + state.meld_jokers.sum(axis=2) * CARD_VALUES[JOKER]
-            + state.meld_twos.sum(axis=2) * CARD_VALUES[TWO]).astype(np.int64)
+    per_owner = ((state.meld_naturals * slot_values).sum(axis=2)
+                 + state.meld_jokers.sum(axis=2) * CARD_VALUES[JOKER]
+                 + state.meld_twos.sum(axis=2) * CARD_VALUES[TWO]).astype(np.int64)
+    sides = state.num_sides
+    return per_owner.reshape(per_owner.shape[0], -1, sides).sum(axis=1)  # owner o is on side o % sides
 
 
 def default_reward_scale(rules: RuleSet) -> float:

@@ -33,8 +33,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
 SUPPORTED: dict[str, tuple[Any, ...]] = {
     "reserve_pickup": ("none",),
     "seven_discard_rule": ("none",),
-    "meld_ownership": ("side",),
-    "red3_negative_if": ("no_meld", "no_canasta", "never"),
+    "red3_negative_if": ("no_meld", "no_canasta", "player_no_meld", "never"),
     "allow_wild_on_natural_canasta": (True,),
     "min_naturals": (2,),
     "max_meld_size": (None,),

@@ -116,7 +116,8 @@ def scenario(
 
     Args:
         hands: cards per seat (a list for every seat or a mapping seat -> cards).
-        melds: per side, a list of melds, each the string of its cards.
+        melds: per meld owner (the side; the seat when players own their melds, G2), a list of
+            melds, each the string of its cards.
         pile: the discard pile, bottom first (the last card is the top).
         pile_frozen: frozen for everyone (a wild inside); default: whether the pile holds a wild.
         stock_top: cards on top of the stock, the first one written drawn first.
@@ -150,9 +151,10 @@ def scenario(
             raise ScenarioError(f"hands[{seat}]: red threes are never held (C8); use red_threes")
         state.hands[0, seat] = counts
         used += counts
+    owners = state.num_owners
     for side, side_melds in (melds or {}).items():
-        if not 0 <= side < sides:
-            raise ScenarioError(f"melds: side {side} out of range for {sides} sides")
+        if not 0 <= side < owners:
+            raise ScenarioError(f"melds: owner {side} out of range for {owners} meld owners")
         for text in side_melds:
             counts = parse_cards(text, f"melds[{side}]")
             slot, nat, jok, two = _meld_slot(counts, f"melds[{side}] {text!r}")
@@ -193,11 +195,11 @@ def scenario(
     row[F_MAX_KIND] = int(deck.max())
     if scores is not None:
         state.scores[0] = np.asarray(scores, dtype=np.int32)
-    side_has = (state.meld_naturals[0].sum(axis=1) > 0)
+    owner_has = state.meld_naturals[0].sum(axis=1) > 0
+    side_has = np.array([owner_has[s::sides].any() for s in range(sides)])
     state.opened[0] = np.asarray(side_has if opened is None else opened, dtype=np.int32)
-    if has_melded is None:
-        has_melded = [next(p for p in range(n) if p % sides == s) for s in range(sides)
-                      if side_has[s]]
+    if has_melded is None:  # the first seat of every owner with melds
+        has_melded = [next(p for p in range(n) if p % owners == o) for o in range(owners) if owner_has[o]]
     for seat in has_melded:
         state.has_melded[0, seat] = 1
     row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2

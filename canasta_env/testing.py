@@ -107,29 +107,34 @@ def check_conservation(state: State) -> None:
 def independent_score(state: State, b: int) -> npt.NDArray[np.int64]:
     """(sides, 5) score parts of row b's finished hand, recomputed from the table (C10, C32)."""
     r = state.rules
-    sides, n = state.num_sides, state.num_players
+    sides, n, owners = state.num_sides, state.num_players, state.num_owners
     parts = np.zeros((sides, 5), dtype=np.int64)
     red_total = 2 * r.packs
     for s in range(sides):
-        nat, jok, two = (state.meld_naturals[b, s], state.meld_jokers[b, s], state.meld_twos[b, s])
         melds = canastas = 0
-        for slot in range(13):
-            if nat[slot] == 0:
-                continue
-            melds += 1
-            kind = int(SLOT_KIND[slot])
-            parts[s, 0] += nat[slot] * CARD_VALUES[kind] + jok[slot] * 50 + two[slot] * 20
-            if slot < 11 and nat[slot] + jok[slot] + two[slot] >= 7:
-                canastas += 1
-                wild = jok[slot] + two[slot] > 0
-                parts[s, 1] += r.mixed_canasta_bonus if wild else r.natural_canasta_bonus
+        for o in range(s, owners, sides):  # the side's melds, or each of its players' (G2)
+            nat, jok, two = (state.meld_naturals[b, o], state.meld_jokers[b, o], state.meld_twos[b, o])
+            for slot in range(13):
+                if nat[slot] == 0:
+                    continue
+                melds += 1
+                kind = int(SLOT_KIND[slot])
+                parts[s, 0] += nat[slot] * CARD_VALUES[kind] + jok[slot] * 50 + two[slot] * 20
+                if slot < 11 and nat[slot] + jok[slot] + two[slot] >= 7:
+                    canastas += 1
+                    wild = jok[slot] + two[slot] > 0
+                    parts[s, 1] += r.mixed_canasta_bonus if wild else r.natural_canasta_bonus
         seats = [p for p in range(n) if p % sides == s]
         reds = int(sum(state.red_threes[b, p] for p in seats))
         if reds:
             value = r.red3_all_bonus if (reds == red_total and r.red3_all_bonus) else reds * r.red3_bonus
-            negative = {"no_meld": melds == 0, "no_canasta": canastas == 0, "never": False}.get(
-                r.red3_negative_if, False)
-            parts[s, 2] = -value if negative else value
+            if r.red3_negative_if == "player_no_meld":  # each player's threes judged alone (G5)
+                minus = sum(int(state.red_threes[b, p]) for p in seats if not state.has_melded[b, p])
+                parts[s, 2] = value - 2 * (value * minus // reds)
+            else:
+                negative = {"no_meld": melds == 0, "no_canasta": canastas == 0, "never": False}[
+                    r.red3_negative_if]
+                parts[s, 2] = -value if negative else value
         out = int(state.went_out[b])
         if out >= 0 and out % sides == s:
             parts[s, 3] = r.concealed_bonus if state.concealed[b] else r.go_out_bonus
@@ -357,15 +362,17 @@ def rotate_seats(state: State, k: int) -> State:
     """A copy of the state with every seat p moved to seat p + k (whole sides in partnerships:
     ``k`` must keep partners together, which any k does when sides alternate)."""
     out = clone(state)
-    n, sides = state.num_players, state.num_sides
+    n, sides, owners = state.num_players, state.num_sides, state.num_owners
     seat_perm = [(p - k) % n for p in range(n)]  # new seat q holds old seat q - k
     side_perm = [(s - k) % sides for s in range(sides)]
+    owner_perm = [(o - k) % owners for o in range(owners)]
     for name in ("hands", "known"):
         getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
     for name in ("red_threes", "has_melded"):
         getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
-    for name in ("meld_naturals", "meld_jokers", "meld_twos", "opened", "scores", "hand_scores",
-                 "score_parts"):
+    for name in ("meld_naturals", "meld_jokers", "meld_twos"):
+        getattr(out, name)[:] = getattr(state, name)[:, owner_perm]
+    for name in ("opened", "scores", "hand_scores", "score_parts"):
         getattr(out, name)[:] = getattr(state, name)[:, side_perm]
     for field_view in (out.current_player, out.dealer):
         field_view[:] = (field_view + k) % n

@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 
 from canasta_env.engine import DealId
+from canasta_env.rules import preset_names
 from canasta_env.testing import golden_playthrough, perft
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "engine" / "golden"
-PRESETS = ("classic_2p", "classic_3p", "classic_4p")
+PRESETS = tuple(preset_names())  # every shipped preset, variants included
 PERFT_DEALS = [DealId(1000 + i, 0, 0) for i in range(10)]
 PERFT_DEPTH = 3
 

@@ -25,8 +25,9 @@ Value toward the minimum uses the credit rule of C17: of each kind only ``credit
 count (the cards held before a pile take, less those already used), plus the value already melded
 this turn.
 
-Only the classic option set is modelled (side-owned melds, no meld cap, no kitty or foot, no seven
-rule); ``legal_action_names`` refuses other rule sets.
+Modelled: the classic option set and Regal's (G1-G5: melds owned by the player, G2, read from the
+player's own meld row); no meld cap, kitty or foot, no seven rule: ``legal_action_names`` refuses
+those rule sets.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ NEG = -(10**9)
 class _Opts:
     num_players: int
     partnerships: bool
+    own_melds: bool  # G2: each player plays only to their own melds
     min_nat: int
     max_wilds: int
     wle: bool
@@ -72,19 +74,18 @@ class _Opts:
     def of(cls, rules: Any) -> _Opts:
         r = rules.resolved()
         unsupported = {
-            "meld_ownership": r.meld_ownership != "side",
             "max_meld_size": r.max_meld_size is not None,
             "reserve_size": r.reserve_size != 0,
             "seven_discard_rule": r.seven_discard_rule != "none",
             "go_out_needs_discard": r.go_out_needs_discard,
             "allow_wild_on_natural_canasta": not r.allow_wild_on_natural_canasta,
-            "last_card_red3": r.last_card_red3 != "may_meld_no_discard",
         }
         bad = [k for k, v in unsupported.items() if v]
         if bad:
             raise NotImplementedError(f"oracle models classic options only; not: {bad}")
-        return cls(r.num_players, bool(r.partnerships), r.min_naturals, r.max_wilds,
-                   r.wild_le_naturals, int(r.go_out_requires), r.ask_partner,
+        # last_card_red3 changes no legal set: under end_immediately the final-meld phase never arises
+        return cls(r.num_players, bool(r.partnerships), r.meld_ownership == "player", r.min_naturals,
+                   r.max_wilds, r.wild_le_naturals, int(r.go_out_requires), r.ask_partner,
                    r.concealed_requires_minimum, r.pile_take_requires_opened_side,
                    r.forbid_single_card_pile_take, r.exhausted_stock_take,
                    tuple(r.initial_meld_table))
@@ -304,15 +305,21 @@ def _pareto(items: list[tuple[int, int]]) -> list[tuple[int, int]]:
 # ---- reading a state --------------------------------------------------------------------------
 
 
+def _owner(state: Any, o: _Opts, player: int) -> int:
+    """Row of the meld arrays the player plays to: the side's (C14) or their own (G2)."""
+    return player if o.own_melds else player % state.num_sides
+
+
 def _turn_of(state: Any, b: int, o: _Opts, player: int) -> _Turn:
     side = player % state.num_sides
+    owner = _owner(state, o, player)
     flags = int(state.turn_flags[b])
     return _Turn(
         o=o,
         hand=[int(x) for x in state.hands[b, player]],
-        nat=[int(x) for x in state.meld_naturals[b, side, :11]],
-        wild=[int(state.meld_jokers[b, side, s]) + int(state.meld_twos[b, side, s]) for s in range(11)],
-        b3=int(state.meld_naturals[b, side, B3_SLOT]),
+        nat=[int(x) for x in state.meld_naturals[b, owner, :11]],
+        wild=[int(state.meld_jokers[b, owner, s]) + int(state.meld_twos[b, owner, s]) for s in range(11)],
+        b3=int(state.meld_naturals[b, owner, B3_SLOT]),
         needs_min=bool(state.needs_minimum[b]),
         minimum=o.minimum(int(state.scores[b, side])),
         tv=int(state.turn_value[b]),
@@ -366,6 +373,7 @@ def _meld_actions(t: _Turn, final_phase: bool) -> set[str]:
 def _take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
     """Legal pile takes (C20-C25, C17, C19a) for the player to move in the draw phase."""
     side = player % state.num_sides
+    owner = _owner(state, o, player)
     pile = [int(x) for x in state.pile(b)]
     if not pile:
         return set()
@@ -381,9 +389,9 @@ def _take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
     frozen = bool(state.pile_frozen[b]) or not opened  # C20
     s = top - 4
     base = _Turn(
-        o=o, hand=hand, nat=[int(x) for x in state.meld_naturals[b, side, :11]],
-        wild=[int(state.meld_jokers[b, side, i]) + int(state.meld_twos[b, side, i]) for i in range(11)],
-        b3=int(state.meld_naturals[b, side, B3_SLOT]), needs_min=not opened,
+        o=o, hand=hand, nat=[int(x) for x in state.meld_naturals[b, owner, :11]],
+        wild=[int(state.meld_jokers[b, owner, i]) + int(state.meld_twos[b, owner, i]) for i in range(11)],
+        b3=int(state.meld_naturals[b, owner, B3_SLOT]), needs_min=not opened,
         minimum=o.minimum(int(state.scores[b, side])), tv=0, credit=hand[:], took=True)
     has_meld = base.nat[s] + base.wild[s] > 0
     rest = [0] * 15

@@ -35,10 +35,11 @@ from canasta_env.engine.render import render
 from canasta_env.gym_env import CanastaEnv
 from canasta_env.learner import default_reward_scale
 from canasta_env.policy import RandomAgent
+from canasta_env.rules import preset_names
 from canasta_env.scenario import scenario
 from canasta_env.testing import card_counts, keyed_actions, resample_hidden, rotate_seats
 
-PRESETS = ["classic_2p", "classic_3p", "classic_4p"]
+PRESETS = preset_names()  # every shipped preset, variants included
 ENV_ID = "canasta_env:Canasta-v0"
 
 

@@ -15,8 +15,9 @@ from canasta_env import pettingzoo_env
 from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS, IllegalActionError, action_index, observe
 from canasta_env.engine.render import render
 from canasta_env.learner import default_reward_scale
+from canasta_env.rules import preset_names
 
-PRESETS = ["classic_2p", "classic_3p", "classic_4p"]
+PRESETS = preset_names()  # every shipped preset, variants included
 
 
 @pytest.fixture(autouse=True)

@@ -39,11 +39,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 from canasta_env.engine import NUM_ACTIONS
 from canasta_env.gym_env import CanastaEnv
 from canasta_env.policy import pick_legal
-from canasta_env.rules import load_rules
+from canasta_env.rules import load_rules, preset_names
 from canasta_env.sb3_env import CanastaVecEnv
 
 ENV_ID = "canasta_env:Canasta-v0"
-PRESETS = ("classic_2p", "classic_3p", "classic_4p")
+PRESETS = tuple(preset_names())  # every shipped preset, variants included
 DIFF_ENVS = int(os.environ.get("CANASTA_DIFF_ENVS", "256"))
 DIFF_STEPS = int(os.environ.get("CANASTA_DIFF_STEPS", "300"))
 

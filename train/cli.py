@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
     "train": ("train.ppo", "train an agent with MaskablePPO on the batched VecEnv (--config FILE)"),
     "selfplay": ("train.selfplay", "MaskablePPO against a pool of its own past checkpoints"),
+    "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
+    "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
     "tournament": ("train.tournament_cli", "round robin or gauntlet of agents and checkpoints with ratings"),
 }
 

@@ -47,6 +47,7 @@ class TrainArgs:
     eval_deals: int = 200  # fixed duplicate deals per evaluation (each played twice)
     eval_seed: int = 2027  # evaluation deals DealId(eval_seed, i, 0), unless eval_deal_set is set
     eval_deal_set: str | None = None  # a fixed deal set (canasta_env.deal_sets): "v1" or a .npz path
+    eval_records: bool = False  # append every evaluation hand to RUN_DIR/eval_records.jsonl
     eval_opponents: list[str] = field(default_factory=lambda: ["random"])
     torch_threads: int = 1  # measured: 2 threads make small-network PPO ~40x slower here
     progress: bool = True
@@ -296,8 +297,10 @@ class RunCallback(BaseCallback):
             deals = load_deal_set(self.args.eval_deal_set, self.rules).deals(range(self.args.eval_deals))
         results = {}
         for name in self.args.eval_opponents:
+            record_to = Path(self.args.run_dir) / "eval_records.jsonl" if self.args.eval_records else None
             summary = play_match(self.rules, me, make_agent(name, self.rules), deals,
-                                 seed=self.args.eval_seed).summary()
+                                 seed=self.args.eval_seed, record_to=record_to,
+                                 labels=(f"policy@{self.model.num_timesteps}", name)).summary()
             for key in ("mean_margin", "win_rate", "went_out", "opened"):
                 self.logger.record(f"eval_{name}/{key}", summary[key])
             results[name] = summary

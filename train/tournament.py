@@ -116,15 +116,20 @@ def hand_columns(sides: int) -> list[str]:
 
 
 def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, deals: npt.NDArray[np.int64],
-              deal_source: Any, seed: int) -> dict[str, npt.NDArray[Any]]:
-    """Play every game of one match on the given deals; per-hand columns (entrants as indices)."""
+              deal_source: Any, seed: int, labels: list[str] | None = None
+              ) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
+    """Play every game of one match on the given deals: per-hand columns (entrants as indices) and,
+    when seat ``labels`` are given, a game record of every hand."""
     from agents.match import play_games
 
     match = plan.matches[match_index]
     deal, seating = plan.games(deals)
     seats = seat_table(plan, match, seating, rules.num_players)
     dealt = deal_source(deal)
-    out = play_games(rules, agents, seats, dealt, deal * len(plan.seatings) + seating, seed)
+    record_seats = None if labels is None else [[labels[a] for a in row] for row in seats]
+    meta = {"tournament_match": match_index, "tournament_unit": int(deals[0]) // DEALS_PER_UNIT}
+    out = play_games(rules, agents, seats, dealt, deal * len(plan.seatings) + seating, seed,
+                     record_seats, meta)
     cols: dict[str, npt.NDArray[Any]] = {
         "match": np.full(deal.size, match_index), "deal": deal, "seating": seating}
     side_entrant = seats[:, :plan.sides]
@@ -140,7 +145,7 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
     cols["decisions"] = out.decisions
     cols["truncated"] = out.truncated.astype(np.int64)
     cols["seats"] = seats
-    return cols
+    return cols, out.records
 
 
 class HandLog:
@@ -149,6 +154,7 @@ class HandLog:
     def __init__(self, out: Path, config: TournamentConfig, sides: int) -> None:
         self.out = out
         self.path = out / "hands.csv"
+        self.records_path = out / "records.jsonl"
         self.columns = hand_columns(sides)
         self.labels = config.entrants + ([f"partner:{config.partners}"] if config.partners else [])
         out.mkdir(parents=True, exist_ok=True)
@@ -189,8 +195,30 @@ class HandLog:
             writer.writerows(rows)
         os.replace(tmp, self.path)
 
+    def keep_records(self, done: set[tuple[int, int]]) -> None:
+        """Drop the game records of units not in ``done`` (written before an interruption)."""
+        if not self.records_path.exists():
+            return
+        kept = []
+        for line in self.records_path.read_text().splitlines(keepends=True):
+            try:
+                meta = json.loads(line).get("meta", {})
+            except json.JSONDecodeError:
+                continue  # a torn last line
+            if line.endswith("\n") and (meta.get("tournament_match"), meta.get("tournament_unit")) in done:
+                kept.append(line)
+        tmp = self.records_path.with_suffix(".tmp")
+        tmp.write_text("".join(kept))
+        os.replace(tmp, self.records_path)
+
+    def append_records(self, records: list[Any]) -> None:
+        from canasta_env.records import write_records
+
+        write_records(self.records_path, records)
+
     def append(self, cols: dict[str, npt.NDArray[Any]], refs: list[str]) -> None:
-        """Append one finished unit and force it to disk."""
+        """Append one finished unit and force it to disk (after its game records: a unit counts
+        as done once its hands are in the log)."""
         new = not self.path.exists()
         with self.path.open("a", newline="") as f:
             writer = csv.writer(f)
@@ -265,7 +293,7 @@ def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
 def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
         vs: str | None = None, partners: str | None = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
-        progress: bool = False, plots: bool = True) -> Any:
+        records: bool = False, progress: bool = False, plots: bool = True) -> Any:
     """Play a tournament and return its ``TournamentResult`` (see the module docstring).
 
     Args:
@@ -281,6 +309,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         seed: names the deals (``DealId(seed, d, 0)``) and the agents' random streams.
         deal_set: a fixed deal set (``v1``, ``classic_2p-v1`` or a path): deal d is its entry d.
         out: folder for the hand log, results and plots; re-running with it resumes.
+        records: also write every hand as a game record to ``out/records.jsonl``
+            (``canasta replay`` reads it).
         resamples: bootstrap resamples of deals for every interval.
         target_margin: report the deals needed to detect this mean margin per pair.
     """
@@ -289,6 +319,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     from train.tournament_report import summarize
 
     rules = load_rules(rules)
+    if records and out is None:
+        raise ValueError("records are written into the output folder: give --out")
     people = build_entrants(rules, entrants)
     labels = [e.label for e in people]
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
@@ -328,6 +360,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         expected = {(m, int(d[0]) // DEALS_PER_UNIT): d.size * plan.games_per_deal for m, d in units}
         done = {k: v for k, v in done.items() if expected.get(k) == len(v)}
         log.rewrite([r for k in sorted(done) for r in done[k]])
+        if records:
+            log.keep_records(set(done))
     pieces: list[dict[str, npt.NDArray[Any]]] = []
     total = sum(d.size for _, d in units) * plan.games_per_deal
     from tqdm import tqdm
@@ -338,8 +372,11 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
             if key in done:
                 pieces.append(_parse(done[key], all_labels, rules.num_players))
             else:
-                cols = play_unit(rules, agents, plan, m, d, deal_source, seed)
+                cols, recs = play_unit(rules, agents, plan, m, d, deal_source, seed,
+                                       all_labels if records else None)
                 if log is not None:
+                    if records:
+                        log.append_records(recs)
                     log.append(cols, refs(cols["deal"]))
                 pieces.append(cols)
             bar.update(d.size * plan.games_per_deal)

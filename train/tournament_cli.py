@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=2000,
                         help="bootstrap resamples (default: %(default)s)")
     parser.add_argument("--out", help="folder for hands.csv, results.json and plots; re-run to resume")
+    parser.add_argument("--records", action="store_true",
+                        help="also write every hand as a game record to OUT/records.jsonl (canasta replay)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_tournament(args.rules, args.agents, args.hands, duplicate=args.duplicate, vs=args.vs,
                                 partners=args.partners, seed=args.seed, deal_set=args.deal_set, out=args.out,
-                                resamples=args.resamples, target_margin=args.target_margin, progress=True,
+                                resamples=args.resamples, target_margin=args.target_margin,
+                                records=args.records, progress=True,
                                 plots=not args.no_plots)
     except ValueError as e:
         print(f"canasta tournament: {e}")

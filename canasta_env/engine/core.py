@@ -57,6 +57,7 @@ from canasta_env.engine.layout import (
     O_SCORE,
     O_STOCK,
     P_DECK,
+    P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
     P_WIDTH,
@@ -125,6 +126,11 @@ class State:
     @property
     def num_players(self) -> int:
         return int(self.params[P_NPLAYERS])
+
+    @property
+    def num_owners(self) -> int:
+        """Meld owners: the sides, or the players when each player owns their melds (G2)."""
+        return int(self.params[P_NOWNERS])
 
     @property
     def num_sides(self) -> int:
@@ -202,16 +208,17 @@ class State:
 
     @property
     def meld_naturals(self) -> npt.NDArray[np.int32]:
-        """(B, sides, 13) naturals (black threes in slot 12) in each side's meld of each slot."""
-        return self._block(O_MNAT, self.num_sides, NUM_SLOTS)
+        """(B, owners, 13) naturals (black threes in slot 12) in each owner's meld of each slot (owner =
+        side, or player under G2; owner o belongs to side o % num_sides)."""
+        return self._block(O_MNAT, self.num_owners, NUM_SLOTS)
 
     @property
     def meld_jokers(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MJOK, self.num_sides, NUM_SLOTS)
+        return self._block(O_MJOK, self.num_owners, NUM_SLOTS)
 
     @property
     def meld_twos(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MTWO, self.num_sides, NUM_SLOTS)
+        return self._block(O_MTWO, self.num_owners, NUM_SLOTS)
 
     @property
     def opened(self) -> npt.NDArray[np.int32]:

@@ -91,7 +91,8 @@ P_MTAB_LO = 33  # 8 lower bounds
 P_MTAB_MIN = 41  # 8 minimums
 O_HANDS, O_KNOWN, O_RED3, O_MELDED, O_MNAT, O_MJOK, O_MTWO, O_NEW, O_OPENED, O_SCORE, O_HSCORE, \
     O_PARTS, O_CREDIT, O_STOCK, O_PILE, O_DECKCOUNT, P_WIDTH = range(49, 66)
-NUM_PARAMS = 66
+P_NOWNERS = 66  # meld owners: the sides (C14), or the players under meld_ownership: player (G2)
+NUM_PARAMS = 67
 NUM_PARTS = 5  # score parts per side (C32): melded cards, canasta bonuses, red threes, going out, hand
 PART_NAMES = ("melds", "canastas", "red_threes", "going_out", "hand")
 MIN_TABLE_NEG_INF = -(1 << 30)
@@ -116,7 +117,9 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     p = np.zeros(NUM_PARAMS, dtype=np.int32)
     n = r.num_players
     sides = n // 2 if r.partnerships else n
+    owners = n if r.meld_ownership == "player" else sides
     p[P_NPLAYERS], p[P_NSIDES], p[P_PARTNERS] = n, sides, int(bool(r.partnerships))
+    p[P_NOWNERS] = owners
     p[P_HAND_SIZE], p[P_DRAW] = r.hand_size, r.draw_count
     p[P_UPCARD_KEEP] = int(r.upcard_policy == "keep")
     p[P_RED3_NEG] = RED3_NEG_MODES.index(r.red3_negative_if)
@@ -144,7 +147,7 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     deck = r.deck_size
     sizes = [
         (O_HANDS, n * NUM_KINDS), (O_KNOWN, n * NUM_KINDS), (O_RED3, n), (O_MELDED, n),
-        (O_MNAT, sides * NUM_SLOTS), (O_MJOK, sides * NUM_SLOTS), (O_MTWO, sides * NUM_SLOTS),
+        (O_MNAT, owners * NUM_SLOTS), (O_MJOK, owners * NUM_SLOTS), (O_MTWO, owners * NUM_SLOTS),
         (O_NEW, NUM_SLOTS), (O_OPENED, sides), (O_SCORE, sides), (O_HSCORE, sides),
         (O_PARTS, sides * NUM_PARTS), (O_CREDIT, NUM_KINDS), (O_STOCK, deck), (O_PILE, deck),
         (O_DECKCOUNT, NUM_KINDS),

@@ -54,6 +54,7 @@ from canasta_env.engine.melds import (
     go_out_ok,
     go_out_value_needed,
     minimum_shortfall,
+    owner_of,
     side_of,
     turn_finishable,
     wild_room,
@@ -116,7 +117,7 @@ def _take_shapes(row, prm, out):
         return -1
     frozen = row[F_PILE_FROZEN] == 1 or not opened  # C20
     slot = top - 4
-    has_meld = row[prm[O_MNAT] + side * 13 + slot] > 0
+    has_meld = row[prm[O_MNAT] + owner_of(prm, p) * 13 + slot] > 0
     held = row[hand + top]
     out[TAKE_PAIR] = held >= 2
     if not frozen and not has_meld and held >= 1 and wild_room(prm, 2, 0) >= 1:
@@ -154,7 +155,7 @@ def _try_meld(row, prm, mask, action, final):
     """Legal iff, after placing the cards, the turn can still be finished (C19a). The few fields
     a meld action touches are saved as scalars and restored (no allocation in the hot path)."""
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     slot, _, _, _ = meld_cards(action)
     kind = slot + 4 if slot < 11 else BLACK_THREE
     hand = prm[O_HANDS] + p * 15
@@ -196,7 +197,7 @@ def _meld_phase(row, prm, mask, scratch, final):
     """Every meld action whose cards are in hand, that keeps its meld valid and the turn
     finishable."""
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     hand = prm[O_HANDS] + p * 15
     jokers, twos = row[hand + JOKER], row[hand + TWO]
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
@@ -236,7 +237,7 @@ def _meld_phase(row, prm, mask, scratch, final):
 def _discards(row, prm, mask):
     """A discard ends the turn (hand >= 2 and the turn's melds complete) or goes out (C19, C28)."""
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     hand = prm[O_HANDS] + p * 15
     total = hand_size(row, prm, p)
     flags = row[F_TURN_FLAGS]

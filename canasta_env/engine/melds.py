@@ -37,6 +37,7 @@ from canasta_env.engine.layout import (
     P_CONC_MIN,
     P_GO_REQ,
     P_MAX_WILD,
+    P_NOWNERS,
     P_NSIDES,
     P_WLE,
     TF_NO,
@@ -62,6 +63,13 @@ def wild_room(prm: np.ndarray, naturals: int, wilds: int) -> int:
 def side_of(prm: np.ndarray, player: int) -> int:
     """Side of a player: partners sit opposite (C4), so it is the seat modulo the side count."""
     return player % prm[P_NSIDES]
+
+
+@njit(cache=True, inline="always")
+def owner_of(prm: np.ndarray, player: int) -> int:
+    """Whose melds a player plays to: the side's (C14), or the player's own (G2). Owners are seats
+    modulo the owner count, like sides."""
+    return player % prm[P_NOWNERS]
 
 
 @njit(cache=True)
@@ -257,7 +265,7 @@ def go_out_ok(row, prm):
     if flags & TF_NO:
         return False
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
     credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
     need_value = go_out_value_needed(row, prm)
@@ -277,7 +285,7 @@ def go_out_ok(row, prm):
 
 
 @njit(cache=True)
-def side_has_meld(row, prm, owner):
+def owner_has_meld(row, prm, owner):
     """Whether ``owner`` has any meld on the table."""
     mnat = prm[O_MNAT] + owner * 13
     for s in range(13):
@@ -291,7 +299,7 @@ def minimum_shortfall(row, prm):
     """Value still needed this turn for the minimum (C16), or 0 if none is needed."""
     if not row[F_NEEDS_MIN]:
         return 0
-    if not side_has_meld(row, prm, side_of(prm, row[F_CUR])):
+    if not owner_has_meld(row, prm, owner_of(prm, row[F_CUR])):  # an unopened side's melds are all new
         return 0
     return max(0, row[F_MINIMUM] - row[F_TURN_VALUE])
 
@@ -303,7 +311,7 @@ def discard_path_ok(row, prm, keep):
     if row[F_TURN_FLAGS] & TF_YES:
         return False
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     if row[prm[O_MNAT] + owner * 13 + BLACK_THREE_SLOT] > 0:
         return False
     h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]

@@ -30,6 +30,7 @@ from canasta_env.engine.layout import (
     F_STOCK_LEN,
     F_TURN_FLAGS,
     F_TURN_VALUE,
+    NUM_PARAMS,
     O_CREDIT,
     O_HANDS,
     O_KNOWN,
@@ -45,6 +46,7 @@ from canasta_env.engine.layout import (
     P_JOKERS,
     P_MTAB_MIN,
     P_MTAB_N,
+    P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
     P_PACKS,
@@ -66,13 +68,14 @@ class Piece(NamedTuple):
 
 def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
-    n, s = int(params[P_NPLAYERS]), int(params[P_NSIDES])
+    n, s, o = int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS])
     return [
         Piece("hand", (15,), 0, 1, "count / deck count of the kind"),
         Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
         Piece("known", (n - 1, 15), 0, 1, "cards others are known to hold / deck count"),
         Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first"),
-        Piece("melds", (s, 13, 3), 0, 1, "naturals, jokers, twos per slot / deck count"),
+        Piece("melds", (o, 13, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
+            "" if o == s else "; per player, own seat first (players own their melds, G2)")),
         Piece("opened", (s,), 0, 1, "side has opened"),
         Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped"),
         Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum"),
@@ -93,13 +96,13 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
     """Length D of the observation vector."""
-    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]))
+    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS]))
 
 
 @functools.cache
-def _obs_dim(num_players: int, num_sides: int) -> int:
-    params = np.zeros(P_NSIDES + 1, dtype=np.int32)
-    params[P_NPLAYERS], params[P_NSIDES] = num_players, num_sides
+def _obs_dim(num_players: int, num_sides: int, num_owners: int) -> int:
+    params = np.zeros(NUM_PARAMS, dtype=np.int32)
+    params[P_NPLAYERS], params[P_NSIDES], params[P_NOWNERS] = num_players, num_sides, num_owners
     return sum(int(np.prod(p.shape)) for p in pieces(params))
 
 
@@ -161,8 +164,9 @@ def _encode(row, prm, me, out):
                 t += row[prm[O_RED3] + p]
         out[pos + j] = t / red3_total
     pos += sides
-    for j in range(sides):
-        base = ((my_side + j) % sides) * 13
+    owners = prm[P_NOWNERS]
+    for j in range(owners):
+        base = ((me + j) % owners) * 13  # own melds first, then in turn order
         for s in range(13):
             out[pos] = row[prm[O_MNAT] + base + s] / maxk
             out[pos + 1] = row[prm[O_MJOK] + base + s] / max(prm[P_JOKERS], 1)

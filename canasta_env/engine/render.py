@@ -53,10 +53,14 @@ def render(state: State, b: int = 0, player: int | None = None) -> str:
     lines.append(f"stock {int(state.stock_size[b])} | pile {len(pile)} top {top}{frozen}")
     if player is None:
         lines.append(f"pile contents: {_cards(np.bincount(pile, minlength=15))}")
-    for side in range(state.num_sides):
+    sides, owners = state.num_sides, state.num_owners
+    for side in range(sides):
         opened = "opened" if state.opened[b, side] else "not opened"
-        lines.append(f"side {side} ({opened}, score {int(state.scores[b, side])}): "
-                     f"{_melds(state, b, side)}")
+        if owners == sides:
+            melds = _melds(state, b, side)
+        else:  # each player owns their melds (G2)
+            melds = " | ".join(f"P{o}: {_melds(state, b, o)}" for o in range(side, owners, sides))
+        lines.append(f"side {side} ({opened}, score {int(state.scores[b, side])}): {melds}")
     for p in range(n):
         hand = state.hands[b, p]
         size = int(hand.sum())

@@ -35,6 +35,7 @@ from canasta_env.engine.layout import (
     P_MAX_HANDS,
     P_MIX_BONUS,
     P_NAT_BONUS,
+    P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
     P_RED3_ALL,
@@ -52,7 +53,7 @@ RED3_NO_MELD, RED3_NO_CANASTA, RED3_PLAYER_NO_MELD, RED3_NO_SEVENS, RED3_NEVER =
 
 @njit(cache=True)
 def meld_parts(row, prm, owner):
-    """(card value of melds, canasta bonuses, number of melds, number of canastas) of one side."""
+    """(card value of melds, canasta bonuses, number of melds, number of canastas) of one owner."""
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
     cards = 0
     bonus = 0
@@ -73,23 +74,28 @@ def meld_parts(row, prm, owner):
 
 @njit(cache=True)
 def red_three_part(row, prm, side, melds, canastas):
-    """Red-three score of a side (C10): 100 each or the all-threes bonus, minus when penalised."""
+    """Red-three score of a side (C10): 100 each or the all-threes bonus, minus when penalised.
+
+    Under ``player_no_meld`` (G5) each player's red threes are judged alone: minus when that player
+    made no meld; with every red three on the side, each counts its share of the all-threes bonus."""
     n = prm[P_NPLAYERS]
     count = 0
-    player_no_meld = False
+    unmelded = 0  # red threes of players who made no meld
     for p in range(n):
         if side_of(prm, p) == side:
             count += row[prm[O_RED3] + p]
-            if row[prm[O_RED3] + p] > 0 and row[prm[O_MELDED] + p] == 0:
-                player_no_meld = True
+            if row[prm[O_MELDED] + p] == 0:
+                unmelded += row[prm[O_RED3] + p]
     if count == 0:
         return 0, False, False
     every = count == row[prm[O_DECKCOUNT] + 2] and prm[P_RED3_ALL] > 0
     value = prm[P_RED3_ALL] if every else count * prm[P_RED3_BONUS]
     mode = prm[P_RED3_NEG]
+    if mode == RED3_PLAYER_NO_MELD:
+        minus = value * unmelded // count
+        return value - 2 * minus, every, minus > 0
     negative = ((mode == RED3_NO_MELD and melds == 0)
-                or (mode == RED3_NO_CANASTA and canastas == 0)
-                or (mode == RED3_PLAYER_NO_MELD and player_no_meld))
+                or (mode == RED3_NO_CANASTA and canastas == 0))
     return (-value if negative else value), every, negative
 
 
@@ -98,8 +104,12 @@ def score_hand(row, prm):
     """Score the hand per side into the row (C32) and return the event bits it raised."""
     events = EV_HAND_END
     n = prm[P_NPLAYERS]
-    for side in range(prm[P_NSIDES]):
-        cards, bonus, melds, canastas = meld_parts(row, prm, side)
+    sides = prm[P_NSIDES]
+    for side in range(sides):
+        cards = bonus = melds = canastas = 0
+        for owner in range(side, prm[P_NOWNERS], sides):  # the side's own melds, or its players'
+            c, b, m, k = meld_parts(row, prm, owner)
+            cards, bonus, melds, canastas = cards + c, bonus + b, melds + m, canastas + k
         red3, every, negative = red_three_part(row, prm, side, melds, canastas)
         if every:
             events |= EV_ALL_RED3

@@ -71,7 +71,7 @@ from canasta_env.engine.layout import (
     TF_TOOK,
     TF_YES,
 )
-from canasta_env.engine.melds import side_has_meld, side_of
+from canasta_env.engine.melds import owner_has_meld, owner_of, side_of
 from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
 
 TAKE_PAIR, TAKE_NAT_JOKER, TAKE_NAT_TWO, TAKE_LAYOFF = 0, 1, 2, 3
@@ -96,7 +96,8 @@ def end_hand(row, prm, how, rewards, order_buf):
 def close_turn(row, prm):
     """The mover's side has opened once it has melds at the end of a turn (C16, C18)."""
     side = side_of(prm, row[F_CUR])
-    if side_has_meld(row, prm, side) and row[prm[O_OPENED] + side] == 0:
+    # an unopened side's melds are all the mover's, made this turn (G2: the mover's own)
+    if owner_has_meld(row, prm, owner_of(prm, row[F_CUR])) and row[prm[O_OPENED] + side] == 0:
         row[prm[O_OPENED] + side] = 1
         return EV_OPENED
     return 0
@@ -115,7 +116,7 @@ def go_out(row, prm, rewards, order_buf):
     flags = row[F_TURN_FLAGS]
     concealed = 0
     if not (flags & (TF_MELDED_BEFORE | TF_ADDED_OLD)):
-        owner = side_of(prm, p)
+        owner = owner_of(prm, p)
         base = owner * 13
         for s in range(11):
             size = (row[prm[O_MNAT] + base + s] + row[prm[O_MJOK] + base + s]
@@ -196,7 +197,7 @@ def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
 def apply_take(row, prm, how):
     """Take the discard pile (C22-C24): meld the top card, then the rest joins the hand."""
     p = row[F_CUR]
-    owner = side_of(prm, p)
+    owner = owner_of(prm, p)
     hand = prm[O_HANDS] + p * 15
     events = EV_PILE_TAKE
     if row[F_PILE_FROZEN]:
@@ -270,7 +271,7 @@ def place_meld(row, prm, action):
         _use_from_hand(row, prm, p, TWO)
     row[prm[O_MELDED] + p] = 1
     row[F_TURN_MELDS] += 1
-    events = _add_to_slot(row, prm, side_of(prm, p), slot, naturals, jokers, twos)
+    events = _add_to_slot(row, prm, owner_of(prm, p), slot, naturals, jokers, twos)
     return events | (EV_BLACK3_MELD if slot == 12 and naturals == 3 else 0)
 
 

@@ -25,9 +25,10 @@ from canasta_env.engine.actions import decode, encode
 from canasta_env.engine.observation import bounds, layout_hash, obs_dim, pieces, views
 from canasta_env.engine.render import render
 from canasta_env.policy import RandomAgent
+from canasta_env.rules import preset_names
 from canasta_env.testing import keyed_actions
 
-PRESETS = ["classic_2p", "classic_3p", "classic_4p"]
+PRESETS = preset_names()  # every shipped preset, variants included
 
 
 def test_action_layout_round_trip() -> None:

@@ -43,6 +43,9 @@ VARIANTS = {
     "classic_4p": lambda: load_rules("classic_4p"),
     "ask_partner": lambda: load_rules("classic_4p", ask_partner=True),
     "forced_if_legal": lambda: load_rules("classic_2p", exhausted_stock_take="forced_if_legal"),
+    "regal_2p": lambda: load_rules("regal_2p"),
+    "regal_3p": lambda: load_rules("regal_3p"),
+    "regal_4p": lambda: load_rules("regal_4p"),
 }
 
 _EAGER = np.array([n.startswith(("TAKE_PILE", "MELD_", "ADD_")) for n in ACTION_NAMES])
@@ -87,9 +90,9 @@ def _edge(state: State, b: int) -> bool:
     if phase == 0:
         pile = state.pile(b)
         return int(state.stock_size[b]) == 0 or (len(pile) > 0 and hand[int(pile[-1])] > 0)
-    side = p % state.num_sides
+    owner = p % state.num_owners
     return bool(hand.sum() <= 4 or int(state.turn_flags[b]) & 2
-                or (state.needs_minimum[b] and state.meld_naturals[b, side].any()))
+                or (state.needs_minimum[b] and state.meld_naturals[b, owner].any()))
 
 
 def sample_states(rules: RuleSet, n: int, eager: bool, seed: int
@@ -161,6 +164,8 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
 
     mover = int(rng.integers(n))
     side = mover % sides
+    owners = n if rules.meld_ownership == "player" else sides  # G2: melds per player
+    own = mover % owners
     phase = str(rng.choice(["draw", "meld", "final_meld"], p=[0.4, 0.5, 0.1]))
     scores = [int(rng.choice([-50, 0, 1000, 1500, 3000])) for _ in range(sides)]
     # melds; an unopened mover's side has none, or (mid-turn) those it made this turn
@@ -168,10 +173,10 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
     melds: dict[int, list[str]] = {}
     meld_ranks: dict[int, list[int]] = {}
     meld_value = 0
-    for s in range(sides):
-        if s == side and not mover_open and (phase == "draw" or rng.random() < 0.5):
+    for s in range(owners):
+        if s % sides == side and not mover_open and (s != own or phase == "draw" or rng.random() < 0.5):
             continue
-        if s != side and rng.random() < 0.4:
+        if s != own and rng.random() < 0.4:
             continue
         for rank in rng.choice(np.arange(4, 15), size=int(rng.integers(1, 5)), replace=False):
             r = int(rank)
@@ -187,9 +192,9 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
                 continue
             melds.setdefault(s, []).append(_cards({r: nat, 0: jk, 1: tw}))
             meld_ranks.setdefault(s, []).append(r)
-            if s == side:
+            if s == own:
                 meld_value += nat * VALUES[r] + 50 * jk + 20 * tw
-    side_has = [s in melds for s in range(sides)]
+    side_has = [any(o in melds for o in range(s, owners, sides)) for s in range(sides)]
     opened = [side_has[s] and (s != side or mover_open) for s in range(sides)]
     # the mover's hand: a few focus ranks, wilds, black threes; sometimes just one or two cards
     hand: dict[int, int] = {}
@@ -226,8 +231,8 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
             pile.append(k)
     if rng.random() < 0.85:
         cands = [k for k in hand if k >= 4] or [4]
-        if rng.random() < 0.5 and meld_ranks.get(side):
-            cands = meld_ranks[side]
+        if rng.random() < 0.5 and meld_ranks.get(own):
+            cands = meld_ranks[own]
         k = int(rng.choice(cands))
         if take(k, 1):
             pile.append(k)
@@ -244,16 +249,16 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
         tv = meld_value - (int(rng.integers(0, 4)) * 10 if kwargs.get("took_pile") else 0)
     else:
         tv = int(rng.integers(0, 20)) * 5
-    mid_turn = phase != "draw" and not opened[side] and bool(meld_ranks.get(side))
+    mid_turn = phase != "draw" and not opened[side] and bool(meld_ranks.get(own))
     state = scenario(
         rules, hands, melds=melds, pile=" ".join(KIND_TOKENS[k] for k in pile),
         pile_frozen=bool(rng.random() < 0.15) or None,
         rest="pile" if empty_stock else "stock",
         scores=scores, opened=opened, turn=mover, phase=phase, turn_value=max(0, tv),
-        new_slots=[r - 4 for r in meld_ranks[side]] if mid_turn else (), **kwargs)
+        new_slots=[r - 4 for r in meld_ranks[own]] if mid_turn else (), **kwargs)
     if mid_turn:
         # meld actions this turn; a take's own meld is not one (C29 asks after the take)
-        state.data[0, F_TURN_MELDS] = len(meld_ranks[side]) - bool(kwargs.get("took_pile"))
+        state.data[0, F_TURN_MELDS] = len(meld_ranks[own]) - bool(kwargs.get("took_pile"))
         state.refresh_mask()
     if rules.ask_partner and rng.random() < 0.7:  # C29: ask, then maybe answer
         for name in ("ASK_PARTNER", rng.choice(["", "ANSWER_YES", "ANSWER_NO"])):

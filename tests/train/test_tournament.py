@@ -118,8 +118,9 @@ def test_resume_loses_and_replays_no_finished_hand(monkeypatch, tmp_path):
     dropped and replayed) and ends with exactly the uninterrupted results."""
     monkeypatch.setattr(tournament, "DEALS_PER_UNIT", 8)
     args = dict(rules="classic_2p", entrants=["random", "greedy", "heuristic"], hands=48, duplicate=True,
-                seed=5, plots=False)
-    full = run(**args).to_json()
+                seed=5, plots=False, records=True)
+    full = run(**args, out=tmp_path / "full").to_json()
+    out = tmp_path / "resumed"
     played = []
     real = tournament.play_unit
 
@@ -131,11 +132,13 @@ def test_resume_loses_and_replays_no_finished_hand(monkeypatch, tmp_path):
 
     monkeypatch.setattr(tournament, "play_unit", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run(**args, out=tmp_path)
-    lines = (tmp_path / "hands.csv").read_text().splitlines()
+        run(**args, out=out)
+    lines = (out / "hands.csv").read_text().splitlines()
     assert len(lines) == 1 + 2 * 16  # header + two units of 8 deals x 2 seatings
-    with (tmp_path / "hands.csv").open("a") as f:
+    with (out / "hands.csv").open("a") as f:
         f.write("0,17,0,DealId(5,17,0),ran")  # torn write of a unit that did not finish
+    with (out / "records.jsonl").open("a") as f:
+        f.write('{"format": "canasta-hand-record", "meta": {"tournament_match": 0, "tournament_unit": 2}}\n')
 
     calls = []
 
@@ -144,13 +147,14 @@ def test_resume_loses_and_replays_no_finished_hand(monkeypatch, tmp_path):
         return real(*a, **kw)
 
     monkeypatch.setattr(tournament, "play_unit", counting)
-    resumed = run(**args, out=tmp_path).to_json()
+    resumed = run(**args, out=out).to_json()
     assert len(calls) == 3 * 3 - 2  # 3 matches x 3 units, two already done
     assert resumed == full
-    assert json.loads((tmp_path / "results.json").read_text()) == json.loads(json.dumps(full))
-    assert len((tmp_path / "hands.csv").read_text().splitlines()) == 1 + 3 * 48
+    assert json.loads((out / "results.json").read_text()) == json.loads(json.dumps(full))
+    assert len((out / "hands.csv").read_text().splitlines()) == 1 + 3 * 48
+    assert (out / "records.jsonl").read_text() == (tmp_path / "full" / "records.jsonl").read_text()
     calls.clear()
-    assert run(**args, out=tmp_path).to_json() == full and not calls  # nothing left to play
+    assert run(**args, out=out).to_json() == full and not calls  # nothing left to play
 
 
 def test_resume_refuses_a_different_tournament(tmp_path):
@@ -178,7 +182,8 @@ def test_deal_set_tournament_plays_the_set(monkeypatch):
 def test_cli_writes_tables_files_and_plots(tmp_path, capsys):
     out = tmp_path / "res"
     code = cli_main(["tournament", "--rules", "classic_2p", "--agents", "random", "greedy", "heuristic",
-                     "--hands", "20", "--duplicate", "--target-margin", "200", "--out", str(out)])
+                     "--hands", "20", "--duplicate", "--target-margin", "200", "--out", str(out),
+                     "--records"])
     assert code == 0
     text = capsys.readouterr().out
     assert "Davidson ratings" in text and "head to head" in text and "deals for margin 200" in text
@@ -191,6 +196,14 @@ def test_cli_writes_tables_files_and_plots(tmp_path, capsys):
     assert hand["deal_ref"] == "DealId(0,0,0)" and hand["seats"] == "random|greedy"
     assert {"side0_score", "side1_natural_canastas", "went_out_seat", "decisions"} <= set(hand)
     assert {r["entrant"] for r in data["outcomes"]} == {"random", "greedy", "heuristic"}
+    from canasta_env.records import read_records, replay
+
+    records = read_records(out / "records.jsonl")  # every hand, replayable
+    assert len(records) == 60
+    assert sum(r.seats == ["random", "greedy"] for r in records) == 10  # match 0, seating 0
+    assert sum(r.seats == ["greedy", "random"] for r in records) == 10
+    for record in records[:5]:
+        replay(record)
     assert cli_main(["tournament", "--agents", "random", "nonesuch", "--hands", "2"]) == 2
     assert "unknown agent 'nonesuch'" in capsys.readouterr().out
 

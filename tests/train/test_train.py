@@ -37,7 +37,8 @@ def _steps(path: Path) -> int:
 @pytest.mark.parametrize("command", ["train", "selfplay"])
 def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    extra = ["--eval_deal_set", "v1"] if command == "train" else []  # evaluation on a fixed deal set
+    # evaluation on a fixed deal set, its hands recorded
+    extra = ["--eval_deal_set", "v1", "--eval_records", "true"] if command == "train" else []
     proc = _canasta(command, run, 1024, *extra)
     assert proc.returncode == 0, proc.stderr[-2000:]
     latest = latest_checkpoint(run)
@@ -49,6 +50,13 @@ def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, tmp_path
     assert agent.name.startswith("policy:")
     if command == "selfplay":
         assert json.loads((latest / "state.json").read_text())["opponent_pool"]
+    else:  # every evaluation hand is a game record that replays exactly
+        from canasta_env.records import read_records, replay
+
+        records = read_records(run / "eval_records.jsonl")
+        assert records and len(records) % (10 * 2) == 0  # 10 deals x 2 seatings per evaluation
+        assert {records[0].seats[0], records[0].seats[1]} & {"random"}
+        replay(records[0])
 
 
 @pytest.mark.parametrize("kill", ["rollout@40", "update@3", "checkpoint_write@2",
