@@ -18,6 +18,7 @@ from canasta_env.engine.layout import (
     P_JOKERS,
     P_MTAB_MIN,
     P_MTAB_N,
+    P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
     P_PACKS,
@@ -45,6 +46,7 @@ class ObsDecoder:
         p = self.params
         self.num_players = int(p[P_NPLAYERS])
         self.num_sides = int(p[P_NSIDES])
+        self.num_owners = int(p[P_NOWNERS])  # rows of the melds piece (G2: one per player)
         self.obs_dim = obs_dim(p)
         maxk = float(deck_counts(p).max())
         deck = float(p[P_DECK])

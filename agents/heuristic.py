@@ -104,26 +104,28 @@ class HeuristicConfig:
 
 
 @njit(cache=True)
-def _table_value(g, o_melds, o_red3, side, nat_bonus, mix_bonus, red3_bonus):
-    """(table value, canastas) of relative side ``side``."""
+def _table_value(g, o_melds, o_red3, side, sides, owners, nat_bonus, mix_bonus, red3_bonus):
+    """(table value, canastas) of relative side ``side``: its melds, or its players' (G2: relative
+    owner j is on relative side j % sides)."""
     value = 0.0
     canastas = 0
-    for slot in range(13):
-        base = o_melds + (side * 13 + slot) * 3
-        nat, jok, two = g[base], g[base + 1], g[base + 2]
-        if nat == 0:
-            continue
-        kind = SLOT_KIND[slot]
-        value += nat * CARD_VALUES[kind] + jok * 50 + two * 20
-        if slot < 11 and nat + jok + two >= 7:
-            canastas += 1
-            value += mix_bonus if jok + two > 0 else nat_bonus
+    for owner in range(side, owners, sides):
+        for slot in range(13):
+            base = o_melds + (owner * 13 + slot) * 3
+            nat, jok, two = g[base], g[base + 1], g[base + 2]
+            if nat == 0:
+                continue
+            kind = SLOT_KIND[slot]
+            value += nat * CARD_VALUES[kind] + jok * 50 + two * 20
+            if slot < 11 and nat + jok + two >= 7:
+                canastas += 1
+                value += mix_bonus if jok + two > 0 else nat_bonus
     value += g[o_red3 + side] * red3_bonus
     return value, canastas
 
 
 @njit(cache=True)
-def heuristic_kernel(g, mask, off, n, sides, prm, cfg):
+def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
     """One action per row of the decoded observations ``g`` (``ObsDecoder.decode``). ``off``: piece
     offsets in ``PIECE_ORDER``; ``prm``: go-out canastas, go-out bonus, natural and mixed canasta
     bonus, red-three bonus, naturals of a rank in the deck; ``cfg``: ``HeuristicConfig`` fields.
@@ -163,11 +165,13 @@ def heuristic_kernel(g, mask, off, n, sides, prm, cfg):
         frozen_next = frozen_all or not next_open
 
         # ---- table reading: values, threat, going out ----
-        my_val, my_canastas = _table_value(row, o_melds, o_red3, 0, nat_bonus, mix_bonus, red3_bonus)
+        my_val, my_canastas = _table_value(row, o_melds, o_red3, 0, sides, owners, nat_bonus, mix_bonus,
+                                           red3_bonus)
         opp_val = -1e9
         threat = stock <= late_stock
         for side in range(1, sides):
-            v, c = _table_value(row, o_melds, o_red3, side, nat_bonus, mix_bonus, red3_bonus)
+            v, c = _table_value(row, o_melds, o_red3, side, sides, owners, nat_bonus, mix_bonus,
+                                red3_bonus)
             cards = 0
             smallest = 1 << 20
             for j in range(n):
@@ -283,8 +287,8 @@ def heuristic_kernel(g, mask, off, n, sides, prm, cfg):
                         elif kn == 1 and not frozen_next:
                             danger += 50.0
                         seen = c + row[o_pile + k]
-                        for side in range(sides):
-                            seen += row[o_melds + (side * 13 + slot) * 3]
+                        for owner in range(owners):
+                            seen += row[o_melds + (owner * 13 + slot) * 3]
                         for j in range(n - 1):
                             seen += row[o_known + j * 15 + k]
                         unseen = max(per_rank - seen, 0.0)
@@ -335,4 +339,4 @@ class HeuristicAgent:
         g = self.decoder.decode(observations)
         mask = np.ascontiguousarray(legal_action_mask, dtype=np.bool_)
         return heuristic_kernel(g, mask, self.decoder.offsets, self.decoder.num_players,
-                                self.decoder.num_sides, self._prm, self._cfg)
+                                self.decoder.num_sides, self.decoder.num_owners, self._prm, self._cfg)

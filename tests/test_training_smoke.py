@@ -23,6 +23,7 @@ from sb3_contrib import MaskablePPO  # noqa: E402
 from sb3_contrib.common.maskable.utils import get_action_masks  # noqa: E402
 from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
 
+from canasta_env.rules import preset_names  # noqa: E402
 from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 
 ENV_ID = "canasta_env:Canasta-v0"
@@ -65,7 +66,7 @@ def test_maskable_ppo_trains_on_the_gym_env() -> None:
     assert np.isfinite(_play_hand(env, model, seed=7))
 
 
-@pytest.mark.parametrize("preset", ["classic_2p", "classic_4p"])
+@pytest.mark.parametrize("preset", preset_names())
 def test_maskable_ppo_trains_on_the_sb3_vec_env(preset: str) -> None:
     venv = VecMonitor(CanastaVecEnv(64, preset))
     model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=512, n_epochs=2, seed=0,

@@ -122,7 +122,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what to measure: the batch engine, the PettingZoo AEC env, the "
                         "Gymnasium env or the SB3 VecEnv (default: %(default)s)")
     parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), metavar="RULES",
-                        help="rule preset names or YAML files (default: %(default)s)")
+                        help="rule preset names or YAML files, or `all` for every shipped preset "
+                        "(default: %(default)s)")
     parser.add_argument("--batch", nargs="+", type=_positive_int, default=None, metavar="B",
                         help="batch sizes, games stepped together (default: "
                         f"{' '.join(map(str, DEFAULT_BATCHES))} for --api engine, "
@@ -459,6 +460,10 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta bench``."""
+    if "all" in args.rules:
+        from canasta_env.rules import preset_names
+
+        args.rules = [r for r in args.rules if r != "all"] + preset_names()
     if getattr(args, "api", "engine") != "engine":
         return _run_env_api(args)
     if args.batch is None:

@@ -248,7 +248,7 @@ def _rows(cols: dict[str, npt.NDArray[Any]], refs: list[str], columns: list[str]
     return out
 
 
-def _parse(rows: list[dict[str, str]], labels: list[str], players: int) -> dict[str, npt.NDArray[Any]]:
+def _parse(rows: list[dict[str, str]], labels: list[str]) -> dict[str, npt.NDArray[Any]]:
     index = {name: i for i, name in enumerate(labels)}
     cols: dict[str, npt.NDArray[Any]] = {}
     for c in rows[0]:
@@ -370,7 +370,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         for m, d in units:
             key = (m, int(d[0]) // DEALS_PER_UNIT)
             if key in done:
-                pieces.append(_parse(done[key], all_labels, rules.num_players))
+                pieces.append(_parse(done[key], all_labels))
             else:
                 cols, recs = play_unit(rules, agents, plan, m, d, deal_source, seed,
                                        all_labels if records else None)

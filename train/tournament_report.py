@@ -299,9 +299,6 @@ def _clean(x: Any) -> Any:
 def _axes(target: Any, size: tuple[float, float]) -> tuple[Any, Any]:
     if target is not None and hasattr(target, "plot"):
         return target, None
-    import matplotlib
-
-    matplotlib.use("Agg") if target is not None else None
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=size)
