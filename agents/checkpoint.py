@@ -297,7 +297,8 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
     """Read and verify a checkpoint (or a run directory's latest one).
 
     Args:
-        path_or_run_dir: a checkpoint directory, or a run directory (its ``latest_checkpoint``).
+        path_or_run_dir: a checkpoint directory, or a run directory or its ``latest`` file (the
+            run's ``latest_checkpoint``).
         rules: if given (preset name, YAML path, dict or ``RuleSet``), refuse a checkpoint trained
             under other rules (every option but ``name`` is compared).
         expect_layout: if given, refuse another layout: a ``layout_hash`` string, or a mapping of
@@ -329,6 +330,8 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
 
 
 def _resolve(path: Path) -> Path:
+    if path.name == LATEST and path.is_file():  # RUN_DIR/latest names the run's latest checkpoint
+        path = path.parent
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint or run directory")
     if any((path / f).exists() for f in FILES):

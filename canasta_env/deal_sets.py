@@ -82,19 +82,21 @@ def shipped_deal_sets() -> list[str]:
 
 
 def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
-    """A deal set by path, by shipped name (``classic_2p-v1``) or by version (``v1``, meaning
-    ``{rules preset}-v1``), checked against its hash and against the deck of ``rules``."""
+    """A deal set by path, by shipped name (``classic_2p-v1``) or by version (``v1``: the set of the
+    rules' preset, or else the shipped set of that version made for the same deck and table size,
+    as ``regal_2p`` uses ``classic_2p-v1``), checked against its hash and the deck of ``rules``."""
     rules = load_rules(rules)
     path = Path(name_or_path)
     if not path.exists():
         name = str(name_or_path)
-        if "-" not in name:
-            name = f"{rules.name}-{name}"
-        resource = resources.files("canasta_env") / _PACKAGE_DIR / f"{name}.npz"
-        if not resource.is_file():
-            raise ValueError(f"no deal set {name_or_path!r}: not a file, and not one of the shipped "
-                             f"sets {shipped_deal_sets()}")
-        path = Path(str(resource))
+        candidates = [name] if "-" in name else [f"{rules.name}-{name}"] + [
+            s for s in shipped_deal_sets() if s.endswith(f"-{name}") and _same_table(s, rules)]
+        folder = resources.files("canasta_env") / _PACKAGE_DIR
+        found = [c for c in candidates if (folder / f"{c}.npz").is_file()]
+        if not found:
+            raise ValueError(f"no deal set {name_or_path!r} for {rules.name}: not a file, and not one "
+                             f"of the shipped sets {shipped_deal_sets()}")
+        path = Path(str(folder / f"{found[0]}.npz"))
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
@@ -109,6 +111,15 @@ def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
     deal_set = DealSet(meta["name"], meta["preset"], meta["version"], orders, dealers, meta["sha256"])
     _check_deck(deal_set, rules, path)
     return deal_set
+
+
+def _same_table(set_name: str, rules: RuleSet) -> bool:
+    """Whether the preset a shipped set was made for deals the same deck to as many players."""
+    try:
+        other = load_rules(set_name.rsplit("-", 1)[0])
+    except ValueError:
+        return False
+    return (other.num_players, other.packs, other.jokers) == (rules.num_players, rules.packs, rules.jokers)
 
 
 def _check_deck(deal_set: DealSet, rules: RuleSet, path: Path) -> None:

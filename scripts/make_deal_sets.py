@@ -1,7 +1,8 @@
-"""Regenerate the shipped evaluation deal sets: ``python scripts/make_deal_sets.py [--count 10000]``.
+"""Write the shipped evaluation deal sets: ``python scripts/make_deal_sets.py [--count 10000]``.
 
-A shipped set is never regenerated in place: a changed set gets a new version (``v2``), so results
-that name ``v1`` stay comparable.
+Writes a set for each classic table size that has none of this version yet; presets with the same
+deck and table size (the Regal ones) use these (``load_deal_set``). A shipped set is never regenerated
+in place: a changed set gets a new version (``v2``), so results that name ``v1`` stay comparable.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ def main() -> None:
     parser.add_argument("--out", default=str(Path(__file__).parents[1] / "canasta_env" / "deal_sets"))
     args = parser.parse_args()
     for preset in PRESETS:
-        deal_set = make_deal_set(preset, args.count, SEED, args.version)
-        path = Path(args.out) / f"{deal_set.name}.npz"
+        path = Path(args.out) / f"{preset}-{args.version}.npz"
         if path.exists():
-            raise SystemExit(f"{path} exists: shipped sets are immutable, use a new --version")
+            print(f"{path} exists: kept (shipped sets are immutable; a change is a new --version)")
+            continue
+        deal_set = make_deal_set(preset, args.count, SEED, args.version)
         save_deal_set(deal_set, path)
         print(f"{path}: {len(deal_set)} deals, sha256 {deal_set.sha256[:16]}...")
 

@@ -9,15 +9,19 @@ import pytest
 
 from canasta_env.deal_sets import load_deal_set, make_deal_set, save_deal_set, shipped_deal_sets
 from canasta_env.engine import DealId, explicit_deal, init, init_from_deals
+from canasta_env.rules import load_rules, preset_names
 
 
-def test_shipped_sets_cover_the_classic_presets():
+def test_shipped_sets_cover_every_preset():
     assert {"classic_2p-v1", "classic_3p-v1", "classic_4p-v1"} <= set(shipped_deal_sets())
     for preset in ("classic_2p", "classic_3p", "classic_4p"):
         by_version = load_deal_set("v1", preset)
         by_name = load_deal_set(f"{preset}-v1", preset)
         assert len(by_version) == 10_000 and by_version.sha256 == by_name.sha256
         assert by_version.reference(12) == f"{preset}-v1#12"
+    for preset in preset_names():  # variants use the set of their deck and table size
+        rules = load_rules(preset)
+        assert load_deal_set("v1", rules).name == f"classic_{rules.num_players}p-v1"
 
 
 def test_a_set_replays_the_deals_it_was_made_from(tmp_path):

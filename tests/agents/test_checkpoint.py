@@ -162,6 +162,7 @@ def test_latest_and_listing_follow_saves(model: Any, tmp_path: Path) -> None:
     assert latest_checkpoint(run) == run / "ckpt_000000010"
     assert not [p for p in run.iterdir() if p.name.startswith(".")]
     load_checkpoint(run / "ckpt_000000010")
+    assert load_checkpoint(run / "latest").path == run / "ckpt_000000010"  # `runs/b/latest` names it
     with pytest.raises(CheckpointError, match="neither a checkpoint"):
         load_checkpoint(tmp_path)
 
