@@ -117,13 +117,13 @@ def _sides_table(state: State, labels: Sequence[str], viewer: int | None) -> Tab
 def _melds_lines(state: State) -> Text:
     """Each side's melds; where every player owns their melds (Regal, G2), each player's."""
     sides = state.num_sides
-    owners = getattr(state, "num_owners", sides)  # owner o belongs to side o % sides
+    owners = state.num_owners  # owner o belongs to side o % sides
     out = Text()
     for side in range(sides):
         out.append(f"Melds of side {side}: ")
-        for o in range(side, owners, sides):
-            if owners != sides:
-                out.append(f"P{o}: ")
+        for i, o in enumerate(range(side, owners, sides)):
+            if owners != sides:  # each player owns their melds (G2)
+                out.append(f"{' | ' if i else ''}P{o}: ")
             out.append_text(_meld_text(state, o))
         out.append("\n" if side + 1 < sides else "")
     return out
