@@ -293,7 +293,8 @@ def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
 def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
         vs: str | None = None, partners: str | None = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
-        records: bool = False, progress: bool = False, plots: bool = True) -> Any:
+        records: bool = False, ladder: str | Path | None = None, progress: bool = False,
+        plots: bool = True) -> Any:
     """Play a tournament and return its ``TournamentResult`` (see the module docstring).
 
     Args:
@@ -311,6 +312,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         out: folder for the hand log, results and plots; re-running with it resumes.
         records: also write every hand as a game record to ``out/records.jsonl``
             (``canasta replay`` reads it).
+        ladder: a JSON file of OpenSkill ratings kept across tournaments: this one's OpenSkill view
+            starts from it and is stored back (once per tournament; created if missing).
         resamples: bootstrap resamples of deals for every interval.
         target_margin: report the deals needed to detect this mean margin per pair.
     """
@@ -382,7 +385,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
             bar.update(d.size * plan.games_per_deal)
     hands_cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
     hands_cols["deal_ref"] = np.array(refs(hands_cols["deal"]), dtype=object)
-    result = summarize(config, plan, all_labels, hands_cols)
+    result = summarize(config, plan, all_labels, hands_cols, Path(ladder) if ladder is not None else None)
     if out is not None:
         result.save(Path(out), plots=plots)
     return result

@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="folder for hands.csv, results.json and plots; re-run to resume")
     parser.add_argument("--records", action="store_true",
                         help="also write every hand as a game record to OUT/records.jsonl (canasta replay)")
+    parser.add_argument("--ladder", metavar="FILE",
+                        help="OpenSkill ratings kept across tournaments in this JSON file (updated)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_tournament(args.rules, args.agents, args.hands, duplicate=args.duplicate, vs=args.vs,
                                 partners=args.partners, seed=args.seed, deal_set=args.deal_set, out=args.out,
                                 resamples=args.resamples, target_margin=args.target_margin,
-                                records=args.records, progress=True,
+                                records=args.records, ladder=args.ladder, progress=True,
                                 plots=not args.no_plots)
     except ValueError as e:
         print(f"canasta tournament: {e}")

@@ -6,9 +6,11 @@ one shared set of resamples, so ratings, win rates and margins move together acr
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -84,22 +86,59 @@ def head_to_head(pairs: list[PairData], labels: list[str], resamples: int, seed:
     return rows
 
 
-def openskill_view(plan: Any, hands: dict[str, npt.NDArray[Any]], labels: list[str]) -> list[dict[str, Any]]:
-    """OpenSkill (Plackett-Luce) ratings updated game by game in the log's order: a second view for
-    long-running ladders, where ratings drift as agents change; not used for the intervals."""
+def openskill_view(plan: Any, hands: dict[str, npt.NDArray[Any]], labels: list[str],
+                   prior: dict[str, dict[str, float]] | None = None) -> list[dict[str, Any]]:
+    """OpenSkill (Plackett-Luce) ratings updated game by game in the log's order, starting from
+    ``prior`` (a ladder's ratings by label) where given: a second view for long-running ladders,
+    where ratings drift as agents change; not used for the intervals."""
     from openskill.models import PlackettLuce
 
     model = PlackettLuce()
-    players = {i: model.rating(name=labels[i]) for i in range(len(labels))}
+    prior = prior or {}
+    players = {i: model.rating(mu=prior[name]["mu"], sigma=prior[name]["sigma"], name=name)
+               if name in prior else model.rating(name=name) for i, name in enumerate(labels)}
     ent = np.stack([hands[f"side{q}_entrant"] for q in range(plan.sides)], axis=1)
     score = np.stack([hands[f"side{q}_score"] for q in range(plan.sides)], axis=1)
+    games = np.zeros(len(labels), dtype=np.int64)
     for g in range(ent.shape[0]):
         teams = [[players[int(i)]] for i in ent[g]]
         rated = model.rate(teams, scores=[float(s) for s in score[g]])
         for i, team in zip(ent[g], rated, strict=True):
             players[int(i)] = team[0]
-    return [{"entrant": labels[i], "mu": float(r.mu), "sigma": float(r.sigma), "ordinal": float(r.ordinal())}
+            games[int(i)] += 1
+    return [{"entrant": labels[i], "mu": float(r.mu), "sigma": float(r.sigma), "ordinal": float(r.ordinal()),
+             "games": int(games[i]) + int(prior.get(labels[i], {}).get("games", 0))}
             for i, r in players.items()]
+
+
+LADDER_FORMAT = "canasta-ladder"
+
+
+def read_ladder(path: Path) -> dict[str, Any]:
+    """A ladder file's content (an empty ladder if the file does not exist yet)."""
+    if not path.exists():
+        return {"format": LADDER_FORMAT, "model": "PlackettLuce", "ratings": {}, "tournaments": []}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"ladder {path}: not valid JSON ({e})") from e
+    if not isinstance(data, dict) or data.get("format") != LADDER_FORMAT:
+        raise ValueError(f"ladder {path}: not a {LADDER_FORMAT} file")
+    return data
+
+
+def update_ladder(path: Path, tournament_id: str, rows: list[dict[str, Any]]) -> None:
+    """Store the ratings after a tournament, once per tournament (a resumed or repeated run whose
+    games the ladder already holds changes nothing)."""
+    data = read_ladder(path)
+    if tournament_id in data["tournaments"]:
+        return
+    for r in rows:
+        data["ratings"][r["entrant"]] = {k: r[k] for k in ("mu", "sigma", "ordinal", "games")}
+    data["tournaments"].append(tournament_id)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
 
 
 def outcome_stats(plan: Any, hands: dict[str, npt.NDArray[Any]], labels: list[str]) -> list[dict[str, Any]]:
@@ -318,16 +357,26 @@ def _finish(fig: Any, target: Any) -> Any:
     return fig
 
 
-def summarize(config: Any, plan: Any, labels: list[str],
-              hands: dict[str, npt.NDArray[Any]]) -> TournamentResult:
-    """All statistics of a tournament from its hands (pure: same hands, same numbers)."""
+def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.NDArray[Any]],
+              ladder: Path | None = None) -> TournamentResult:
+    """All statistics of a tournament from its hands (pure: same hands, same numbers). With a
+    ``ladder`` file the OpenSkill view starts from its ratings and is stored back into it."""
     k = len(config.entrants)
     pairs = pair_data(plan, hands, k)
     ratings = bt_ratings(pairs, k, config.resamples, config.seed)
     rating_rows = [{"entrant": labels[i], "rating": float(ratings.rating[i]), "lo": float(ratings.lo[i]),
                     "hi": float(ratings.hi[i])} for i in range(k)]
+    if ladder is None:
+        skill = openskill_view(plan, hands, labels[:k])
+    else:
+        data = read_ladder(ladder)
+        tournament_id = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
+        if tournament_id in data["tournaments"]:  # a repeated or resumed run: its games are counted
+            skill = [{"entrant": name, **data["ratings"][name]} for name in labels[:k]]
+        else:
+            skill = openskill_view(plan, hands, labels[:k], data["ratings"])
+            update_ladder(ladder, tournament_id, skill)
     return TournamentResult(
         config=asdict(config), labels=labels, hands=hands, rating_rows=rating_rows, tie_nu=ratings.tie_nu,
         h2h_rows=head_to_head(pairs, labels, config.resamples, config.seed, config.target_margin),
-        openskill_rows=openskill_view(plan, hands, labels[:k]),
-        outcome_rows=outcome_stats(plan, hands, labels[:k]))
+        openskill_rows=skill, outcome_rows=outcome_stats(plan, hands, labels[:k]))

@@ -221,3 +221,27 @@ def test_outcome_statistics_match_the_hands():
         assert stats[name]["went_out_rate"] == pytest.approx(went / n)
         assert stats[name]["pile_takes"] == pytest.approx(takes / n)
     assert stats["heuristic"]["pile_takes"] > 0 and stats["greedy"]["went_out_rate"] > 0
+
+
+def test_openskill_ladder_carries_ratings_across_tournaments(tmp_path):
+    """A ladder file: the second tournament starts from the first one's OpenSkill ratings (more
+    games, smaller sigma); repeating a tournament does not count its games twice."""
+    ladder = tmp_path / "ladder.json"
+    first = run("classic_2p", ["random", "greedy"], hands=40, duplicate=True, seed=1, ladder=ladder)
+    after_first = json.loads(ladder.read_text())["ratings"]
+    assert after_first["greedy"]["games"] == 40 and after_first["greedy"]["mu"] > after_first["random"]["mu"]
+    second = run("classic_2p", ["random", "greedy", "heuristic"], hands=40, duplicate=True, seed=2,
+                 ladder=ladder)
+    ratings = json.loads(ladder.read_text())["ratings"]
+    assert ratings["greedy"]["games"] == 40 + 80 and ratings["heuristic"]["games"] == 80
+    assert ratings["greedy"]["sigma"] < after_first["greedy"]["sigma"]
+    fresh = {r["entrant"]: r for r in run("classic_2p", ["random", "greedy", "heuristic"], hands=40,
+                                           duplicate=True, seed=2).openskill_rows}
+    assert fresh["greedy"]["games"] == 80  # without the ladder: this tournament's games only
+    again = run("classic_2p", ["random", "greedy"], hands=40, duplicate=True, seed=1, ladder=ladder)
+    assert json.loads(ladder.read_text())["ratings"] == ratings  # counted once
+    assert again.openskill_rows[1]["games"] == 120 and first.rating_rows == again.rating_rows
+    assert {r["entrant"] for r in second.openskill_rows} == {"random", "greedy", "heuristic"}
+    ladder.write_text("not json")
+    with pytest.raises(ValueError, match="ladder .*not valid JSON"):
+        run("classic_2p", ["random", "greedy"], hands=4, ladder=ladder)
