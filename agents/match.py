@@ -75,10 +75,10 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
             break
         movers = state.current_player[live].astype(np.int64)
         mask = state.legal_action_mask[live]
-        owner = seat_agent[live, movers]
+        acting = seat_agent[live, movers]
         actions = np.empty(live.size, np.int64)
-        for i in np.unique(owner):
-            sel = owner == i
+        for i in np.unique(acting):
+            sel = acting == i
             rows = live[sel]
             agent = agents[int(i)]
             if getattr(agent, "needs_observations", True):
@@ -99,14 +99,10 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
     wilds = (state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     canasta = size >= 7  # per meld owner; owner o is on side o % sides
 
-
     def by_side(per_owner: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """Sum over the owners (or seats) of each side: index o belongs to side o % sides."""
         return per_owner.reshape(games, -1, sides).sum(axis=1).astype(np.int64)
 
-    red3 = state.red_threes.astype(np.int64)
-    red3_side = np.zeros((games, sides), dtype=np.int64)
-    for p in range(players):
-        red3_side[:, p % sides] += red3[:, p]
     return GameOutcomes(
         scores=state.hand_scores.astype(np.int64).copy(),
         went_out=state.went_out.astype(np.int64).copy(),
@@ -115,7 +111,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         natural_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2)),
         mixed_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2)),
         wild_canastas=by_side(canasta[:, :, WILD_SLOT].astype(np.int64)),
-        red_threes=red3_side,
+        red_threes=by_side(state.red_threes),
         opened=state.opened.astype(bool).copy(),
         truncated=state.truncated.copy(),
         records=records,

@@ -48,6 +48,7 @@ class TournamentConfig:
     deal_set: str | None = None  # deal set name and content hash
     resamples: int = 2000
     target_margin: float | None = None
+    records: bool = False  # game records beside the hand log (a resume must keep writing them)
 
 
 @dataclass
@@ -151,12 +152,11 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
 class HandLog:
     """Append-only CSV of finished units in an output folder; reloaded on resume."""
 
-    def __init__(self, out: Path, config: TournamentConfig, sides: int) -> None:
-        self.out = out
+    def __init__(self, out: Path, config: TournamentConfig, sides: int, labels: list[str]) -> None:
         self.path = out / "hands.csv"
         self.records_path = out / "records.jsonl"
         self.columns = hand_columns(sides)
-        self.labels = config.entrants + ([f"partner:{config.partners}"] if config.partners else [])
+        self.labels = labels  # of the agents, entrants first
         out.mkdir(parents=True, exist_ok=True)
         cfg_path = out / "tournament.json"
         wanted = json.loads(json.dumps({"format": FORMAT, **asdict(config)}))
@@ -351,11 +351,11 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
             return [f"DealId({seed},{int(i)},0)" for i in d]
         set_name = None
     config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
-                              partners, seed, set_name, resamples, target_margin)
+                              partners, seed, set_name, resamples, target_margin, records)
+    all_labels = labels + ([f"partner:{partners}"] if partners else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
-    log = HandLog(Path(out), config, plan.sides) if out is not None else None
-    all_labels = labels + ([f"partner:{partners}"] if partners else [])
+    log = HandLog(Path(out), config, plan.sides, all_labels) if out is not None else None
     done: dict[tuple[int, int], list[dict[str, str]]] = {}
     if log is not None:
         for row in log.load():
