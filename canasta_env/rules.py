@@ -45,8 +45,8 @@ DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
 
 
 def _default_hand_size(num_players: int) -> int:
-    """C4: 15 cards each to 2 players, 13 to 3, 11 to 4."""
-    return {2: 15, 3: 13, 4: 11}.get(num_players, 11)
+    """C4: 15 cards each to 2 players, 13 to 3, 11 to 4; 13 at 5 or 6 (R1, P1)."""
+    return {2: 15, 3: 13, 4: 11}.get(num_players, 13)
 
 
 class RulesError(ValueError):
@@ -62,7 +62,7 @@ class RuleSet:
 
     name: str = "classic"
     num_players: int = 4  # C4
-    partnerships: bool | None = None  # C0: None -> partners opposite at 4 players
+    partnerships: bool | None = None  # C0, P1: two teams, seats alternating; None -> only at 4 players
     packs: int = 2  # C1
     jokers: int = 4  # C1
     hand_size: int | None = None  # C4: None -> 15 / 13 / 11 for 2 / 3 / 4 players
@@ -104,7 +104,7 @@ class RuleSet:
     @property
     def num_sides(self) -> int:
         """Number of scoring sides (partnerships or single players)."""
-        return self.num_players // 2 if self.resolved().partnerships else self.num_players
+        return 2 if self.resolved().partnerships else self.num_players
 
     @property
     def deck_size(self) -> int:
@@ -190,7 +190,7 @@ def _check(cond: bool, source: str, key: str, value: Any, what: str) -> None:
 
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
-    "num_players": (2, 4),
+    "num_players": (2, 6),
     "packs": (1, 12),
     "jokers": (0, 24),
     "reserve_size": (0, 0),
@@ -242,11 +242,11 @@ def _validate(r: RuleSet, source: str) -> None:
         _check(v in supported, source, key, v,
                f"not implemented yet; supported: {', '.join(map(str, supported))}")
     if r.partnerships:
-        _check(r.num_players in (4,), source, "partnerships", r.partnerships,
-               "partnerships need 4 players")
+        _check(r.num_players in (4, 6), source, "partnerships", r.partnerships,
+               "partnerships are two teams of 2 or 3 players: 4 or 6 players")
     if r.ask_partner:
-        _check(bool(r.partnerships) or (r.partnerships is None and r.num_players == 4), source,
-               "ask_partner", r.ask_partner, "asking a partner needs a partnership game")
+        _check(r.num_players == 4 and r.partnerships is not False, source,
+               "ask_partner", r.ask_partner, "asking the partner needs a 4-player partnership game")
     table = r.initial_meld_table
     _check(isinstance(table, tuple) and len(table) > 0 and table[0][0] is None, source,
            "initial_meld_table", table, "the first row's lower bound must be null (minus infinity)")

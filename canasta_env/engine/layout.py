@@ -116,7 +116,7 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     assert r.hand_size is not None and r.draw_count is not None and r.go_out_requires is not None
     p = np.zeros(NUM_PARAMS, dtype=np.int32)
     n = r.num_players
-    sides = n // 2 if r.partnerships else n
+    sides = 2 if r.partnerships else n  # two teams, seats alternating (C4, P1)
     owners = n if r.meld_ownership == "player" else sides
     p[P_NPLAYERS], p[P_NSIDES], p[P_PARTNERS] = n, sides, int(bool(r.partnerships))
     p[P_NOWNERS] = owners

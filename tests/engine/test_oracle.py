@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from canasta_env.engine import ACTION_NAMES, action_index, init, reset_rows, step, step_one
+from canasta_env.engine.cards import kinds_per_pack
 from canasta_env.engine.core import State
 from canasta_env.engine.layout import F_TURN_MELDS
 from canasta_env.engine.render import render
@@ -46,6 +47,10 @@ VARIANTS = {
     "regal_2p": lambda: load_rules("regal_2p"),
     "regal_3p": lambda: load_rules("regal_3p"),
     "regal_4p": lambda: load_rules("regal_4p"),
+    # 5-6 players (R1, P1 groundwork): three packs, each for themselves or two teams of three
+    "five_players": lambda: load_rules({"name": "five", "num_players": 5, "packs": 3, "jokers": 6}),
+    "six_teams": lambda: load_rules({"name": "six_teams", "num_players": 6, "partnerships": True,
+                                     "packs": 3, "jokers": 6}),
 }
 
 _EAGER = np.array([n.startswith(("TAKE_PILE", "MELD_", "ADD_")) for n in ACTION_NAMES])
@@ -155,7 +160,8 @@ def _cards(counts: dict[int, int]) -> str:
 def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
     """A random mid-hand state for seat ``mover`` (see the module docstring)."""
     n, sides = rules.num_players, rules.num_sides
-    avail = [4, 8, 0, 4] + [8] * 11  # cards of each kind not placed yet
+    avail = [int(c) for c in kinds_per_pack(rules.jokers, rules.packs)]  # cards not placed yet
+    avail[2] = 0  # red threes: none in play
 
     def take(k: int, c: int) -> int:
         c = max(0, min(c, avail[k]))
@@ -221,7 +227,7 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
             others = rng.choice(np.arange(4, 15), size=int(rng.integers(1, 4)), replace=False)
             held = {int(k): take(int(k), 1) for k in others}
             if empty_stock and rng.random() < 0.7 and q == (mover + 1) % n:
-                held.update({0: take(0, 8), 1: take(1, 8)})  # often no wild left for the pile
+                held.update({0: take(0, 99), 1: take(1, 99)})  # often no wild left for the pile
             hands[q] = _cards(held)
     # the pile: its top is usually a natural the mover holds or melds
     pile: list[int] = []
