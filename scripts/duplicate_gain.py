@@ -3,7 +3,9 @@
 For ``heuristic`` vs ``greedy`` on classic_2p, plays ``--runs`` pairs of tournaments at equal hands,
 one with ``--duplicate`` and one without (each on its own seed), and reports the ratio of the widths
 of the 95% intervals on the mean margin per hand and on the win rate: the mean ratio over the runs
-with a bootstrap interval over runs.
+with a bootstrap interval over runs; then how much the deal decides a hand: the correlation, over
+the deals of one duplicate tournament, between the two seatings' score differences of the same seats
+(the same cards, the agents swapped).
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def main() -> None:
         print(f"{args.rules} {args.agents[0]} vs {args.agents[1]}, {args.hands} hands, {args.runs} runs: "
               f"interval width with / without --duplicate on the {name}: {np.mean(ratios):.3f} "
               f"[{lo:.3f}, {hi:.3f}]")
+    hands = run(args.rules, args.agents, 2 * args.hands, duplicate=True, seed=7).hands
+    diff = hands["side0_score"] - hands["side1_score"]  # seat side 0 minus side 1, same cards
+    first, second = (diff[hands["seating"] == k] for k in (0, 1))  # rows are in deal order
+    print(f"correlation across the two seatings of a deal of the side-0 minus side-1 score, "
+          f"{first.size} deals: {np.corrcoef(first, second)[0, 1]:.3f}")
 
 
 if __name__ == "__main__":
