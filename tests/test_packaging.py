@@ -67,6 +67,8 @@ def test_non_editable_install_outside_repo(tmp_path: Path) -> None:
 
     installed = target / "canasta_env"
     shipped = {p.name for p in (installed / "presets").glob("*.yaml")}
-    assert {"classic_2p.yaml", "classic_3p.yaml", "classic_4p.yaml"} <= shipped
+    assert {"classic_2p.yaml", "classic_3p.yaml", "classic_4p.yaml", "regal_4p.yaml"} <= shipped
+    deal_sets = {p.name for p in (installed / "deal_sets").glob("*.npz")}
+    assert {"classic_2p-v1.npz", "classic_3p-v1.npz", "classic_4p-v1.npz"} <= deal_sets
     assert (installed / "py.typed").is_file()
     assert (target / "bin" / "canasta").is_file()  # the console script entry point
