@@ -1,34 +1,91 @@
-"""``canasta tournament``: the command line of ``train.tournament`` (see its docstring)."""
+"""``canasta tournament``: the command line of ``train.tournament`` (see its docstring).
+
+Options come from ``--config FILE`` (YAML, keys named as the flags) and the flags, which override
+the file: ``canasta tournament --config configs/tournament/classic_2p.yaml --hands 200``.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
+
+# option -> (default, type): the flags' defaults, and what a --config file may hold
+OPTIONS: dict[str, tuple[Any, type]] = {
+    "rules": ("classic_2p", str), "agents": (None, list), "hands": (2000, int), "duplicate": (False, bool),
+    "vs": (None, str), "partners": (None, str), "seed": (0, int), "deal_set": (None, str),
+    "target_margin": (None, float), "resamples": (2000, int), "out": (None, str), "records": (False, bool),
+    "ladder": (None, str), "no_plots": (False, bool),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``canasta tournament``."""
-    parser.add_argument("--rules", default="classic_2p",
-                        help="rule preset or YAML file (default: %(default)s)")
-    parser.add_argument("--agents", nargs="+", required=True, metavar="AGENT",
+    """Options of ``canasta tournament`` (every default is None here: a flag given on the command
+    line is one that is not None, and overrides ``--config``)."""
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML file of these options (keys as the flags: hands, deal_set, ...); "
+                        "flags override it")
+    parser.add_argument("--rules", help="rule preset or YAML file (default: classic_2p)")
+    parser.add_argument("--agents", nargs="+", metavar="AGENT",
                         help="entrants: random, greedy, heuristic, or checkpoint/run folders")
-    parser.add_argument("--hands", type=int, default=2000, help="hands per match (default: %(default)s)")
-    parser.add_argument("--duplicate", action="store_true",
+    parser.add_argument("--hands", type=int, help="hands per match (default: 2000)")
+    parser.add_argument("--duplicate", action="store_true", default=None,
                         help="replay every deal in every seating (sides swapped; 6 permutations at 3p)")
     parser.add_argument("--vs", help="gauntlet: this entrant against each other one")
     parser.add_argument("--partners", metavar="AGENT",
                         help="4 players: this agent partners every entrant (default: two copies of one)")
-    parser.add_argument("--seed", type=int, default=0, help="deals and agent streams (default: %(default)s)")
+    parser.add_argument("--seed", type=int, help="deals and agent streams (default: 0)")
     parser.add_argument("--deal-set", help="fixed deal set: v1, classic_2p-v1 or a .npz path")
     parser.add_argument("--target-margin", type=float,
                         help="estimate the deals needed to detect this mean margin per pair")
-    parser.add_argument("--resamples", type=int, default=2000,
-                        help="bootstrap resamples (default: %(default)s)")
+    parser.add_argument("--resamples", type=int, help="bootstrap resamples (default: 2000)")
     parser.add_argument("--out", help="folder for hands.csv, results.json and plots; re-run to resume")
-    parser.add_argument("--records", action="store_true",
+    parser.add_argument("--records", action="store_true", default=None,
                         help="also write every hand as a game record to OUT/records.jsonl (canasta replay)")
     parser.add_argument("--ladder", metavar="FILE",
                         help="OpenSkill ratings kept across tournaments in this JSON file (updated)")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--no-plots", action="store_true", default=None, help="skip the PNG plots")
+
+
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """The defaults, then the ``--config`` file, then the flags given; unknown keys and values of
+    the wrong type are errors naming the file."""
+    values = {key: default for key, (default, _) in OPTIONS.items()}
+    if args.config:
+        import yaml
+
+        path = Path(args.config)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise ValueError(f"{path}: cannot read the tournament config ({e})") from e
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of tournament options")
+        for key, value in data.items():
+            name = str(key).replace("-", "_")
+            if name not in OPTIONS:
+                raise ValueError(f"{path}: unknown tournament option {key!r}; known: {', '.join(OPTIONS)}")
+            kind = OPTIONS[name][1]
+            if not _fits(value, kind):
+                raise ValueError(f"{path}: tournament option {key!r} = {value!r} is not of type {kind.__name__}")
+            values[name] = value
+    for name in OPTIONS:
+        given = getattr(args, name)
+        if given is not None:
+            values[name] = given
+    if not values["agents"]:
+        raise ValueError("no entrants: give --agents, or agents: in the --config file")
+    return values
+
+
+def _fits(value: Any, kind: type) -> bool:
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if value is None or kind is bool:
+        return value is None or isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int | float) if kind is float else isinstance(value, kind)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,17 +93,17 @@ def run(args: argparse.Namespace) -> int:
     from train.tournament import run as run_tournament
 
     try:
-        result = run_tournament(args.rules, args.agents, args.hands, duplicate=args.duplicate, vs=args.vs,
-                                partners=args.partners, seed=args.seed, deal_set=args.deal_set, out=args.out,
-                                resamples=args.resamples, target_margin=args.target_margin,
-                                records=args.records, ladder=args.ladder, progress=True,
-                                plots=not args.no_plots)
+        o = options(args)
+        result = run_tournament(o["rules"], o["agents"], o["hands"], duplicate=o["duplicate"], vs=o["vs"],
+                                partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
+                                resamples=o["resamples"], target_margin=o["target_margin"],
+                                records=o["records"], ladder=o["ladder"], progress=True,
+                                plots=not o["no_plots"])
     except ValueError as e:
         print(f"canasta tournament: {e}")
         return 2
     result.print_tables()
-    if args.out:
-        print(f"results in {args.out}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
-              f"outcomes.csv{'' if args.no_plots else ', ratings.png, head_to_head.png'})")
+    if o["out"]:
+        print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
+              f"outcomes.csv{'' if o['no_plots'] else ', ratings.png, head_to_head.png'})")
     return 0
-

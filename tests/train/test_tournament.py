@@ -245,3 +245,35 @@ def test_openskill_ladder_carries_ratings_across_tournaments(tmp_path):
     ladder.write_text("not json")
     with pytest.raises(ValueError, match="ladder .*not valid JSON"):
         run("classic_2p", ["random", "greedy"], hands=4, ladder=ladder)
+
+
+def test_cli_reads_a_config_file_that_flags_override(tmp_path, capsys):
+    import yaml
+
+    config = tmp_path / "t.yaml"
+    config.write_text(yaml.safe_dump({"rules": "classic_2p", "agents": ["random", "greedy"], "hands": 2000,
+                                      "duplicate": True, "out": str(tmp_path / "res"), "no-plots": True}))
+    assert cli_main(["tournament", "--config", str(config), "--hands", "10"]) == 0
+    data = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert data["config"]["hands"] == 10 and data["config"]["duplicate"] is True  # flag over file
+    assert not (tmp_path / "res" / "ratings.png").exists()
+    config.write_text("agents: [random, greedy]\nhandz: 10\n")
+    assert cli_main(["tournament", "--config", str(config)]) == 2
+    assert "unknown tournament option 'handz'" in capsys.readouterr().out
+    config.write_text("agents: [random, greedy]\nhands: many\n")
+    assert cli_main(["tournament", "--config", str(config)]) == 2
+    assert "'hands' = 'many' is not of type int" in capsys.readouterr().out
+    assert cli_main(["tournament", "--hands", "4"]) == 2
+    assert "no entrants" in capsys.readouterr().out
+
+
+def test_shipped_tournament_config_is_valid():
+    from pathlib import Path
+
+    from train.cli import build_parser
+    from train.tournament_cli import options
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "tournament" / "classic_2p.yaml"
+    args = build_parser(["tournament"]).parse_args(["tournament", "--config", str(path)])
+    o = options(args)
+    assert o["agents"] == ["random", "greedy", "heuristic"] and o["duplicate"] and o["deal_set"] == "v1"
