@@ -67,7 +67,8 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
                 raise ValueError(f"{path}: unknown tournament option {key!r}; known: {', '.join(OPTIONS)}")
             kind = OPTIONS[name][1]
             if not _fits(value, kind):
-                raise ValueError(f"{path}: tournament option {key!r} = {value!r} is not of type {kind.__name__}")
+                raise ValueError(f"{path}: tournament option {key!r} = {value!r} is not of type "
+                                 f"{kind.__name__}")
             values[name] = value
     for name in OPTIONS:
         given = getattr(args, name)
