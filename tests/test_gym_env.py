@@ -107,11 +107,9 @@ def test_gymnasium_check_env(preset: str) -> None:
         gym_check_env(gymnasium.make(ENV_ID, rules=preset).unwrapped)
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("preset", PRESETS)
 def test_sb3_check_env(preset: str) -> None:
-    import torch
-
-    torch.set_num_threads(1)
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     with warnings.catch_warnings():

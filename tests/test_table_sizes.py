@@ -109,14 +109,13 @@ def test_rule_agents_play_legally(rules: Any) -> None:
         step(st, actions, live)
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_maskable_ppo_smoke(rules: Any) -> None:
-    import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
     from canasta_env.sb3_env import CanastaVecEnv
 
-    torch.set_num_threads(1)
     venv = VecMonitor(CanastaVecEnv(32, rules))
     model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=256, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=1024)

@@ -8,7 +8,6 @@ learning. torch runs on one thread (more only slow small networks down, 40x for 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _play_hand(env: Any, model: Any, seed: int) -> float:

@@ -224,27 +224,23 @@ class HandLog:
             writer = csv.writer(f)
             if new:
                 writer.writerow(self.columns)
-            for row in _rows(cols, refs, self.columns, self.labels):
-                writer.writerow(row)
+            named = labelled({**cols, "deal_ref": refs}, self.labels)
+            writer.writerows(zip(*(named[c] for c in self.columns), strict=True))
             f.flush()
             os.fsync(f.fileno())
 
 
-def _rows(cols: dict[str, npt.NDArray[Any]], refs: list[str], columns: list[str],
-          labels: list[str]) -> list[list[Any]]:
-    out = []
-    for g in range(cols["deal"].size):
-        row: list[Any] = []
-        for c in columns:
-            if c == "deal_ref":
-                row.append(refs[g])
-            elif c == "seats":
-                row.append("|".join(labels[int(a)] for a in cols["seats"][g]))
-            elif c.endswith("_entrant"):
-                row.append(labels[int(cols[c][g])])
-            else:
-                row.append(int(cols[c][g]))
-        out.append(row)
+def labelled(cols: dict[str, npt.NDArray[Any]], labels: list[str]) -> dict[str, Any]:
+    """Per-hand columns with agents named by ``labels`` (seats joined by ``|``): the form of
+    ``hands.csv`` and of ``TournamentResult.to_pandas``; ``_parse`` reads it back."""
+    out: dict[str, Any] = {}
+    for c, v in cols.items():
+        if c == "seats":
+            out[c] = ["|".join(labels[int(a)] for a in row) for row in v]
+        elif c.endswith("_entrant"):
+            out[c] = [labels[int(a)] for a in v]
+        else:
+            out[c] = v
     return out
 
 

@@ -183,17 +183,9 @@ class TournamentResult:
         """One row per hand: match, deal (index and reference), seating, seats, per-side outcomes."""
         import pandas as pd
 
-        cols: dict[str, Any] = {}
-        for c, v in self.hands.items():
-            if c == "seats":
-                cols[c] = ["|".join(self.labels[int(a)] for a in row) for row in v]
-            elif c.endswith("_entrant"):
-                cols[c] = [self.labels[int(a)] for a in v]
-            else:
-                cols[c] = v
-        from train.tournament import hand_columns
+        from train.tournament import hand_columns, labelled
 
-        return pd.DataFrame(cols)[hand_columns(self.config_sides)]
+        return pd.DataFrame(labelled(self.hands, self.labels))[hand_columns(self.config_sides)]
 
     @property
     def config_sides(self) -> int:
@@ -201,27 +193,19 @@ class TournamentResult:
 
     @property
     def ratings(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(self.rating_rows)
+        return _frame(self.rating_rows)
 
     @property
     def head_to_head(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(self.h2h_rows)
+        return _frame(self.h2h_rows)
 
     @property
     def openskill(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(self.openskill_rows)
+        return _frame(self.openskill_rows)
 
     @property
     def outcomes(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(self.outcome_rows)
+        return _frame(self.outcome_rows)
 
     def to_json(self) -> dict[str, Any]:
         """Everything, as plain data (NaN as null)."""
@@ -321,6 +305,12 @@ class TournamentResult:
             o.add_row(*[r[c] if c == "entrant" else f"{r[c]:.0f}" if c in ("score", "hand_length")
                         else f"{r[c]:.3f}" if isinstance(r[c], float) else str(r[c]) for c in keys])
         console.print(o)
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
 
 
 def _clean(x: Any) -> Any:

@@ -62,12 +62,7 @@ def model() -> Iterator[Any]:
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _save(model: Any, run_dir: Path, name: str = "ckpt_000000128", **state: Any) -> Path:

@@ -15,9 +15,9 @@ from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 from canasta_env.testing import keyed_actions, resample_hidden  # noqa: E402
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_policy_agent_is_legal_and_blind_to_hidden_cards(deterministic: bool) -> None:
-    torch.set_num_threads(1)
     model = MaskablePPO("MlpPolicy", CanastaVecEnv(4, "classic_2p"), seed=0, device="cpu")
     agent = PolicyAgent(model.policy, deterministic=deterministic)
     state = init("classic_2p", 64, seed=3)
