@@ -25,18 +25,15 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "last_card_red3": ("may_meld_no_discard", "end_immediately"),
     "exhausted_stock_take": ("forced_if_layoff", "forced_if_legal", "optional"),
     "seven_discard_rule": ("none", "until_all_players", "until_each_side"),
+    "canasta_kinds": ("classic", "four"),
     "tie_rule": ("extra_hand", "draw"),
 }
 
 # Values the engine implements today; the loader refuses the others with a clear message instead of
 # playing a different game silently (the variants issue lifts these).
 SUPPORTED: dict[str, tuple[Any, ...]] = {
-    "reserve_pickup": ("none",),
-    "seven_discard_rule": ("none",),
-    "red3_negative_if": ("no_meld", "no_canasta", "player_no_meld", "never"),
     "allow_wild_on_natural_canasta": (True,),
     "min_naturals": (2,),
-    "max_meld_size": (None,),
 }
 
 DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
@@ -66,8 +63,8 @@ class RuleSet:
     packs: int = 2  # C1
     jokers: int = 4  # C1
     hand_size: int | None = None  # C4: None -> 15 / 13 / 11 for 2 / 3 / 4 players
-    reserve_size: int = 0  # R1, P1 (kitty / foot)
-    reserve_pickup: str = "none"  # R4, P3
+    reserve_size: int = 0  # R1, P1 (kitty / foot), dealt face down after the hands
+    reserve_pickup: str = "none"  # R4 (after_turn), P3 (immediate)
     draw_count: int | None = None  # C7: None -> 2 with 2 players, else 1
     upcard_policy: str = "cover_and_freeze"  # C5
     red3_negative_if: str = "no_meld"  # C10
@@ -78,11 +75,17 @@ class RuleSet:
     wild_le_naturals: bool = True  # C13
     allow_wild_on_natural_canasta: bool = True  # C15
     meld_ownership: str = "side"  # C14, G2
-    max_meld_size: int | None = None  # R2, P2
-    natural_canasta_bonus: int = 500  # C15
-    mixed_canasta_bonus: int = 300  # C15
+    max_meld_size: int | None = None  # R2, P2: 7 closes a meld at canasta size
+    canasta_kinds: str = "classic"  # C15 natural and mixed; R2, P2 "four": + wild and sevens melds
+    natural_canasta_bonus: int = 500  # C15 (Railroad's red canasta)
+    mixed_canasta_bonus: int = 300  # C15 (Railroad's black canasta)
+    wild_canasta_bonus: int = 1000  # R2, P2
+    sevens_canasta_bonus: int = 1500  # R2, P2
+    pile_take_with_wild: bool = True  # C22: natural + wild takes an unfrozen pile; R6 false
+    max_black_three_meld: int | None = 4  # C11: 3 or 4 black threes; R3 null (any number)
     initial_meld_table: tuple[tuple[int | None, int], ...] = DEFAULT_MELD_TABLE  # C16
-    go_out_requires: int | None = None  # C28: canastas needed; None -> 2 with 2 players, else 1
+    go_out_requires: int | str | None = None  # C28: canastas needed, or "each_kind" (R8, P6);
+    # None -> 2 with 2 players, else 1
     go_out_needs_discard: bool = False  # C28, R8
     go_out_bonus: int = 100  # C32
     concealed_bonus: int = 200  # C30
@@ -193,13 +196,15 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "num_players": (2, 6),
     "packs": (1, 12),
     "jokers": (0, 24),
-    "reserve_size": (0, 0),
+    "reserve_size": (0, 20),
     "red3_bonus": (0, 10_000),
     "red3_all_bonus": (0, 10_000),
     "min_naturals": (1, 3),
     "max_wilds": (0, 7),
     "natural_canasta_bonus": (0, 10_000),
     "mixed_canasta_bonus": (0, 10_000),
+    "wild_canasta_bonus": (0, 10_000),
+    "sevens_canasta_bonus": (0, 10_000),
     "go_out_bonus": (0, 10_000),
     "concealed_bonus": (0, 10_000),
     "target_score": (1, 1_000_000),
@@ -209,12 +214,13 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
 _OPTIONAL_INT_RANGES: dict[str, tuple[int, int]] = {
     "hand_size": (1, 20),
     "draw_count": (1, 2),
-    "go_out_requires": (0, 4),
     "max_meld_size": (7, 7),
+    "max_black_three_meld": (3, 48),
 }
 _BOOLS = (
     "wild_le_naturals", "allow_wild_on_natural_canasta", "go_out_needs_discard", "ask_partner",
     "concealed_requires_minimum", "pile_take_requires_opened_side", "forbid_single_card_pile_take",
+    "pile_take_with_wild",
 )
 
 
@@ -241,6 +247,23 @@ def _validate(r: RuleSet, source: str) -> None:
         v = getattr(r, key)
         _check(v in supported, source, key, v,
                f"not implemented yet; supported: {', '.join(map(str, supported))}")
+    go = r.go_out_requires
+    _check(go is None or go == "each_kind" or (isinstance(go, int) and not isinstance(go, bool)
+                                               and 0 <= go <= 4),
+           source, "go_out_requires", go, "expected null, an integer in [0, 4] or each_kind")
+    four = r.canasta_kinds == "four"
+    _check(four == (r.max_meld_size is not None), source, "canasta_kinds", r.canasta_kinds,
+           "the four canasta kinds (R2, P2) come with max_meld_size: 7, and only with it")
+    _check(four == (go == "each_kind"), source, "go_out_requires", go,
+           "each_kind goes with canasta_kinds: four, and four kinds need each_kind")
+    _check(r.reserve_pickup == "none" or r.reserve_size > 0, source, "reserve_pickup",
+           r.reserve_pickup, "a pickup rule needs reserve_size > 0")
+    _check(r.reserve_size == 0 or r.reserve_pickup != "none", source, "reserve_size",
+           r.reserve_size, "a reserve needs reserve_pickup: after_turn or immediate")
+    _check(r.seven_discard_rule == "none" or four, source, "seven_discard_rule",
+           r.seven_discard_rule, "the seven rule (R5, P4) needs canasta_kinds: four")
+    _check(r.red3_negative_if != "no_sevens_canasta" or four, source, "red3_negative_if",
+           r.red3_negative_if, "no_sevens_canasta needs canasta_kinds: four")
     if r.partnerships:
         _check(r.num_players in (4, 6), source, "partnerships", r.partnerships,
                "partnerships are two teams of 2 or 3 players: 4 or 6 players")

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from numba import njit
 
 from canasta_env.engine import State, clone, init, init_from_deals, reset_rows, step
-from canasta_env.engine.actions import MELD_WILD, NUM_ACTIONS, TAKE_PILE_PAIR
+from canasta_env.engine.actions import DISCARD, NUM_ACTIONS, TAKE_PILE_PAIR
 from canasta_env.engine.cards import CARD_VALUES, JOKER, KIND_NAMES, NUM_KINDS, RED_THREE, SLOT_KIND, TWO
 from canasta_env.engine.core import DealId
 from canasta_env.engine.layout import (
@@ -65,16 +65,17 @@ def keyed_actions(data, mask, salt, eager):
         v = (y >> np.uint64(11)) * (1.0 / 9007199254740992.0)
         lo, hi = 0, NUM_ACTIONS
         if eager and v < 0.8:
-            for a in range(TAKE_PILE_PAIR, MELD_WILD):
+            for a in range(TAKE_PILE_PAIR, DISCARD):
                 if mask[b, a]:
-                    lo, hi = TAKE_PILE_PAIR, MELD_WILD
+                    lo, hi = TAKE_PILE_PAIR, DISCARD
                     break
         out[b] = pick_in_range(mask[b], lo, hi, u)
     return out
 
 
 def card_counts(state: State) -> npt.NDArray[np.int64]:
-    """(B, 15) every card of each kind wherever it is: hands, melds, red threes, pile, stock."""
+    """(B, 15) every card of each kind wherever it is: hands, kitties and feet, open melds, closed
+    canastas, red threes, pile, stock."""
     b = state.num_games
     counts = state.hands.sum(axis=1).astype(np.int64)
     nat = state.meld_naturals.sum(axis=1)
@@ -84,6 +85,12 @@ def card_counts(state: State) -> npt.NDArray[np.int64]:
     counts[:, JOKER] += state.meld_jokers.sum(axis=(1, 2))
     counts[:, TWO] += state.meld_twos.sum(axis=(1, 2))
     counts[:, RED_THREE] += state.red_threes.sum(axis=1)
+    counts += state.reserves.sum(axis=1)
+    cj, ct = state.closed_jokers.sum(axis=1), state.closed_twos.sum(axis=1)  # (B, 13)
+    closed_cards = 7 * state.closed_slots.sum(axis=1) - cj - ct
+    counts[:, 4:15] += closed_cards[:, :11]
+    counts[:, JOKER] += cj.sum(axis=1)
+    counts[:, TWO] += ct.sum(axis=1)
     deck = int(state.rules.deck_size)
     for key, length in ((O_PILE, state.pile_size), (O_STOCK, state.stock_size)):
         start = int(state.params[key])
@@ -111,11 +118,23 @@ def independent_score(state: State, b: int) -> npt.NDArray[np.int64]:
     parts = np.zeros((sides, 5), dtype=np.int64)
     red_total = 2 * r.packs
     for s in range(sides):
-        melds = canastas = 0
+        melds = canastas = sevens = 0
+        bonus = (r.natural_canasta_bonus, r.mixed_canasta_bonus, r.wild_canasta_bonus,
+                 r.sevens_canasta_bonus)
         for o in range(s, owners, sides):  # the side's melds, or each of its players' (G2)
             nat, jok, two = (state.meld_naturals[b, o], state.meld_jokers[b, o], state.meld_twos[b, o])
+            kinds = state.closed_canastas[b, o]  # closed under a meld cap (R2, P2)
+            melds += int(kinds.sum())
+            canastas += int(kinds.sum())
+            sevens += int(kinds[3])
+            parts[s, 1] += int(kinds @ np.array(bonus))
+            for slot in range(12):
+                k, cj, ct = (int(state.closed_slots[b, o, slot]), int(state.closed_jokers[b, o, slot]),
+                             int(state.closed_twos[b, o, slot]))
+                natural_value = CARD_VALUES[int(SLOT_KIND[slot])] if slot < 11 else 0
+                parts[s, 0] += (7 * k - cj - ct) * natural_value + cj * 50 + ct * 20
             for slot in range(13):
-                if nat[slot] == 0:
+                if nat[slot] + jok[slot] + two[slot] == 0:
                     continue
                 melds += 1
                 kind = int(SLOT_KIND[slot])
@@ -132,13 +151,14 @@ def independent_score(state: State, b: int) -> npt.NDArray[np.int64]:
                 minus = sum(int(state.red_threes[b, p]) for p in seats if not state.has_melded[b, p])
                 parts[s, 2] = value - 2 * (value * minus // reds)
             else:
-                negative = {"no_meld": melds == 0, "no_canasta": canastas == 0, "never": False}[
-                    r.red3_negative_if]
+                negative = {"no_meld": melds == 0, "no_canasta": canastas == 0, "never": False,
+                            "no_sevens_canasta": sevens == 0}[r.red3_negative_if]
                 parts[s, 2] = -value if negative else value
         out = int(state.went_out[b])
         if out >= 0 and out % sides == s:
             parts[s, 3] = r.concealed_bonus if state.concealed[b] else r.go_out_bonus
-        parts[s, 4] = -sum(int(state.hands[b, p] @ CARD_VALUES) for p in seats)
+        parts[s, 4] = -sum(int((state.hands[b, p] + state.reserves[b, p]) @ CARD_VALUES)
+                           for p in seats)
     return parts
 
 
@@ -337,7 +357,8 @@ def perft(rules: RuleSet | str, deal: DealId, depth: int) -> list[int]:
 def resample_hidden(state: State, player: int, rng: np.random.Generator) -> State:
     """A copy of a batch-of-one state with everything ``player`` cannot see redealt: the stock and
     the unknown part of every other hand are shuffled together and dealt back in the same sizes,
-    so hand sizes, known cards, melds, the pile and all public counts are unchanged."""
+    so hand sizes, known cards, melds, the pile and all public counts are unchanged. Face-down
+    kitties and feet, which nobody has seen, join the shuffle too."""
     if state.num_games != 1:
         raise ValueError("resample_hidden takes a batch of one game")
     out = clone(state)
@@ -345,13 +366,19 @@ def resample_hidden(state: State, player: int, rng: np.random.Generator) -> Stat
     others = [p for p in range(out.num_players) if p != player]
     unknown = {p: hands[p] - known[p] for p in others}
     stock = out.stock(0)
+    reserves = out.reserves[0]
     pool = np.concatenate([np.repeat(np.arange(NUM_KINDS), unknown[p]) for p in others]
+                          + [np.repeat(np.arange(NUM_KINDS), reserves[p]) for p in range(out.num_players)]
                           + [stock.astype(np.int64)])
     rng.shuffle(pool)
     pos = 0
     for p in others:
         size = int(unknown[p].sum())
         hands[p] = known[p] + np.bincount(pool[pos: pos + size], minlength=NUM_KINDS)
+        pos += size
+    for p in range(out.num_players):
+        size = int(reserves[p].sum())
+        reserves[p] = np.bincount(pool[pos: pos + size], minlength=NUM_KINDS)
         pos += size
     stock[:] = pool[pos:]
     out.refresh_mask()
@@ -368,9 +395,10 @@ def rotate_seats(state: State, k: int) -> State:
     owner_perm = [(o - k) % owners for o in range(owners)]
     for name in ("hands", "known"):
         getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
-    for name in ("red_threes", "has_melded"):
+    for name in ("red_threes", "has_melded", "reserves", "reserve_state"):
         getattr(out, name)[:] = getattr(state, name)[:, seat_perm]
-    for name in ("meld_naturals", "meld_jokers", "meld_twos"):
+    for name in ("meld_naturals", "meld_jokers", "meld_twos", "closed_canastas", "closed_slots",
+                 "closed_jokers", "closed_twos"):
         getattr(out, name)[:] = getattr(state, name)[:, owner_perm]
     for name in ("opened", "scores", "hand_scores", "score_parts"):
         getattr(out, name)[:] = getattr(state, name)[:, side_perm]

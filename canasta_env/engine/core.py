@@ -41,7 +41,11 @@ from canasta_env.engine.layout import (
     F_TURN_VALUE,
     F_WENT_OUT,
     NUM_PARTS,
+    O_CKINDS,
+    O_CLOSED,
     O_CREDIT,
+    O_CJOK,
+    O_CTWO,
     O_HANDS,
     O_HSCORE,
     O_KNOWN,
@@ -54,6 +58,8 @@ from canasta_env.engine.layout import (
     O_PARTS,
     O_PILE,
     O_RED3,
+    O_RESERVE,
+    O_RESSTATE,
     O_SCORE,
     O_STOCK,
     P_DECK,
@@ -219,6 +225,38 @@ class State:
     @property
     def meld_twos(self) -> npt.NDArray[np.int32]:
         return self._block(O_MTWO, self.num_owners, NUM_SLOTS)
+
+    @property
+    def reserves(self) -> npt.NDArray[np.int32]:
+        """(B, P, 15) each player's kitty or foot while it is not in their hand (R1, P1)."""
+        return self._block(O_RESERVE, self.num_players, NUM_KINDS)
+
+    @property
+    def reserve_state(self) -> npt.NDArray[np.int32]:
+        """(B, P) layout.RES_*: face down, shown (joins after this turn's discard, R4), in hand."""
+        return self._block(O_RESSTATE, self.num_players)
+
+    @property
+    def closed_canastas(self) -> npt.NDArray[np.int32]:
+        """(B, owners, 4) canastas each owner has closed under a meld cap, by kind (layout.K_*:
+        natural/red, mixed/black, wild, sevens; R2, P2)."""
+        return self._block(O_CKINDS, self.num_owners, 4)
+
+    @property
+    def closed_slots(self) -> npt.NDArray[np.int32]:
+        """(B, owners, 13) closed canastas per meld slot (R2)."""
+        return self._block(O_CLOSED, self.num_owners, NUM_SLOTS)
+
+    @property
+    def closed_jokers(self) -> npt.NDArray[np.int32]:
+        """(B, owners, 13) jokers in each owner's closed canastas of each slot (the rest of their
+        seven cards are twos and naturals of the slot's rank)."""
+        return self._block(O_CJOK, self.num_owners, NUM_SLOTS)
+
+    @property
+    def closed_twos(self) -> npt.NDArray[np.int32]:
+        """(B, owners, 13) twos in each owner's closed canastas of each slot."""
+        return self._block(O_CTWO, self.num_owners, NUM_SLOTS)
 
     @property
     def opened(self) -> npt.NDArray[np.int32]:

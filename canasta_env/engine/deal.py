@@ -42,6 +42,8 @@ from canasta_env.engine.layout import (
     O_OPENED,
     O_PILE,
     O_RED3,
+    O_RESERVE,
+    O_RESSTATE,
     O_SCORE,
     O_STOCK,
     P_DECK,
@@ -52,9 +54,12 @@ from canasta_env.engine.layout import (
     P_MTAB_N,
     P_NPLAYERS,
     P_PACKS,
+    P_RES_SIZE,
     P_UPCARD_KEEP,
     P_WIDTH,
     PH_DRAW,
+    RES_DOWN,
+    RES_IN_HAND,
     ST_LIVE,
     TF_MELDED_BEFORE,
 )
@@ -168,6 +173,12 @@ def deal_from_order(row, prm, order, dealer):
         for j in range(n):
             p = (dealer + 1 + j) % n
             row[hands + p * 15 + pop_stock(row, prm)] += 1
+    for _ in range(prm[P_RES_SIZE]):  # the kitty or foot, face down (R1, P1)
+        for j in range(n):
+            p = (dealer + 1 + j) % n
+            row[prm[O_RESERVE] + p * 15 + pop_stock(row, prm)] += 1
+    for p in range(n):
+        row[prm[O_RESSTATE] + p] = RES_DOWN if prm[P_RES_SIZE] > 0 else RES_IN_HAND
     for j in range(n):
         p = (dealer + 1 + j) % n
         while row[hands + p * 15 + RED_THREE] > 0:

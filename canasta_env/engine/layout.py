@@ -39,6 +39,7 @@ F_MINIMUM = 21  # minimum of the mover's side for this hand
 F_GAME_RESULT = 22  # winning side at game end, -1 draw, -2 not over
 F_HAND_END = 23  # HE_* how the last hand ended
 F_MAX_KIND = 24  # largest count of one kind in the deck (observation scale)
+F_PLAY_CLOSED = 25  # kinds (bits of K_*) of the canastas the current play closed (R4, P3)
 HEADER = 32
 
 PH_DRAW, PH_MELD, PH_ANSWER, PH_FINAL_MELD, PH_OVER = 0, 1, 2, 3, 4
@@ -53,6 +54,13 @@ TF_YES = 8  # partner said yes: must go out
 TF_NO = 16  # partner said no: may not go out
 TF_MELDED_BEFORE = 32  # the mover had melded earlier in this hand (C30 (1))
 TF_ADDED_OLD = 64  # added to a meld made before this turn (C30 (3))
+TF_SEVENS_ONLY = 128  # the hand held only sevens when melding began (R5, C27a)
+TF_NEW_CANASTA = 256  # closed a canasta wholly melded this turn (C30 (4) under a meld cap)
+
+# canasta kinds (R2, P2): bits of F_PLAY_CLOSED, columns of the closed-canasta counts
+K_NATURAL, K_MIXED, K_WILD, K_SEVENS = 0, 1, 2, 3
+KIND_BONUS_NAMES = ("natural", "mixed", "wild", "sevens")
+RES_DOWN, RES_SHOWN, RES_IN_HAND = 0, 1, 2  # reserve (kitty/foot) state per player (R4, P3)
 
 # ---- event bits returned by step (rule coverage, statistics) --------------------------------
 EV_HAND_END = 1 << 0
@@ -75,10 +83,18 @@ EV_RED3_NEGATIVE = 1 << 16  # red threes counted minus (C10)
 EV_FROZEN_UPCARD = 1 << 17  # the deal turned a wild or red three (C5)
 EV_STOP_CARD = 1 << 18  # a black three discarded (C12)
 EV_LAYOFF_TAKE = 1 << 19
+EV_RESERVE_PICKUP = 1 << 20  # a kitty or foot joined a hand (R4, P3)
+EV_WILD_CANASTA = 1 << 21
+EV_SEVENS_CANASTA = 1 << 22
+EV_SEVENS_HELD = 1 << 23  # a turn ended by discard while the seven rule kept a seven in hand (R5)
+EV_NO_DISCARD_END = 1 << 24  # only sevens left: the hand ended without a discard (C27a)
+EV_ALL_KINDS_OUT = 1 << 25  # went out with one canasta of each kind (R8, P6)
 EVENT_NAMES = (
     "hand_end", "went_out", "concealed", "pile_take", "frozen_take", "open_by_take", "last_red3",
     "forced_take", "stock_out_end", "all_red3", "red3_drawn", "canasta", "opened", "black3_meld",
     "ask", "game_end", "red3_negative", "frozen_upcard", "stop_card", "layoff_take",
+    "reserve_pickup", "wild_canasta", "sevens_canasta", "sevens_held", "no_discard_end",
+    "all_kinds_out",
 )
 
 # ---- parameter vector ------------------------------------------------------------------------
@@ -92,7 +108,10 @@ P_MTAB_MIN = 41  # 8 minimums
 O_HANDS, O_KNOWN, O_RED3, O_MELDED, O_MNAT, O_MJOK, O_MTWO, O_NEW, O_OPENED, O_SCORE, O_HSCORE, \
     O_PARTS, O_CREDIT, O_STOCK, O_PILE, O_DECKCOUNT, P_WIDTH = range(49, 66)
 P_NOWNERS = 66  # meld owners: the sides (C14), or the players under meld_ownership: player (G2)
-NUM_PARAMS = 67
+# variant options (R1-R8, P1-P6); P_CAP > 0 switches on capped melds with the four canasta kinds
+(P_CAP, P_WILD_BONUS, P_SEVENS_BONUS, P_TAKE_WILD, P_B3_MAX, P_GO_DISCARD, P_SEVEN_RULE,
+ P_RES_SIZE, P_RES_PICKUP, O_RESERVE, O_RESSTATE, O_CLOSED, O_CKINDS, O_CJOK, O_CTWO) = range(67, 82)
+NUM_PARAMS = 82
 NUM_PARTS = 5  # score parts per side (C32): melded cards, canasta bonuses, red threes, going out, hand
 PART_NAMES = ("melds", "canastas", "red_threes", "going_out", "hand")
 MIN_TABLE_NEG_INF = -(1 << 30)
@@ -100,6 +119,8 @@ MIN_TABLE_NEG_INF = -(1 << 30)
 RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never")
 LAST_RED3_MODES = ("may_meld_no_discard", "end_immediately")
 EXH_MODES = ("forced_if_layoff", "forced_if_legal", "optional")
+PICKUP_MODES = ("none", "after_turn", "immediate")
+SEVEN_RULES = ("none", "until_all_players", "until_each_side")
 
 
 def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
@@ -127,7 +148,16 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     p[P_MIN_NAT], p[P_MAX_WILD], p[P_WLE] = r.min_naturals, r.max_wilds, int(r.wild_le_naturals)
     p[P_WILD_ON_NAT] = int(r.allow_wild_on_natural_canasta)
     p[P_NAT_BONUS], p[P_MIX_BONUS] = r.natural_canasta_bonus, r.mixed_canasta_bonus
-    p[P_GO_REQ], p[P_GO_BONUS], p[P_CONC_BONUS] = r.go_out_requires, r.go_out_bonus, r.concealed_bonus
+    each_kind = r.go_out_requires == "each_kind"
+    p[P_GO_REQ] = 4 if each_kind else r.go_out_requires
+    p[P_GO_BONUS], p[P_CONC_BONUS] = r.go_out_bonus, r.concealed_bonus
+    p[P_CAP] = r.max_meld_size or 0
+    p[P_WILD_BONUS], p[P_SEVENS_BONUS] = r.wild_canasta_bonus, r.sevens_canasta_bonus
+    p[P_TAKE_WILD] = int(r.pile_take_with_wild)
+    p[P_B3_MAX] = r.max_black_three_meld or 1 << 20
+    p[P_GO_DISCARD] = int(r.go_out_needs_discard)
+    p[P_SEVEN_RULE] = SEVEN_RULES.index(r.seven_discard_rule)
+    p[P_RES_SIZE], p[P_RES_PICKUP] = r.reserve_size, PICKUP_MODES.index(r.reserve_pickup)
     p[P_ASK], p[P_CONC_MIN] = int(r.ask_partner), int(r.concealed_requires_minimum)
     p[P_PILE_REQ_OPEN] = int(r.pile_take_requires_opened_side)
     p[P_FORBID_SINGLE] = int(r.forbid_single_card_pile_take)
@@ -150,7 +180,9 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
         (O_MNAT, owners * NUM_SLOTS), (O_MJOK, owners * NUM_SLOTS), (O_MTWO, owners * NUM_SLOTS),
         (O_NEW, NUM_SLOTS), (O_OPENED, sides), (O_SCORE, sides), (O_HSCORE, sides),
         (O_PARTS, sides * NUM_PARTS), (O_CREDIT, NUM_KINDS), (O_STOCK, deck), (O_PILE, deck),
-        (O_DECKCOUNT, NUM_KINDS),
+        (O_DECKCOUNT, NUM_KINDS), (O_RESERVE, n * NUM_KINDS), (O_RESSTATE, n),
+        (O_CLOSED, owners * NUM_SLOTS), (O_CKINDS, owners * 4), (O_CJOK, owners * NUM_SLOTS),
+        (O_CTWO, owners * NUM_SLOTS),
     ]
     pos = HEADER
     for key, size in sizes:

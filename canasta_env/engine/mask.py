@@ -9,7 +9,8 @@ from __future__ import annotations
 from numba import njit
 
 from canasta_env.engine import actions as A
-from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, TWO
+from canasta_env.engine import capped
+from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, SEVEN, TWO
 from canasta_env.engine.layout import (
     F_ASKER,
     F_CUR,
@@ -34,10 +35,13 @@ from canasta_env.engine.layout import (
     O_OPENED,
     O_PILE,
     P_ASK,
+    P_B3_MAX,
+    P_CAP,
     P_EXH,
     P_FORBID_SINGLE,
     P_PARTNERS,
     P_PILE_REQ_OPEN,
+    P_TAKE_WILD,
     P_WIDTH,
     PH_ANSWER,
     PH_DRAW,
@@ -82,18 +86,26 @@ def fill_mask(row, prm, mask, scratch):
     phase = row[F_PHASE]
     if phase == PH_DRAW:
         _draw_phase(row, prm, mask, scratch)
+    elif phase == PH_MELD and prm[P_CAP]:
+        _capped_meld_phase(row, prm, mask, scratch, False)
+        _capped_discards(row, prm, mask)
+        mask[A.END_HAND] = capped.no_discard_end_ok(row, prm)
     elif phase == PH_MELD:
         _meld_phase(row, prm, mask, scratch, False)
         _discards(row, prm, mask)
         _ask(row, prm, mask)
     elif phase == PH_FINAL_MELD:
-        _meld_phase(row, prm, mask, scratch, True)
+        if prm[P_CAP]:
+            _capped_meld_phase(row, prm, mask, scratch, True)
+        else:
+            _meld_phase(row, prm, mask, scratch, True)
         mask[A.END_HAND] = minimum_shortfall(row, prm) == 0
     elif phase == PH_ANSWER:
         partner = row[F_CUR]
         row[F_CUR] = row[F_ASKER]
         mask[A.ANSWER_YES] = True
-        mask[A.ANSWER_NO] = discard_path_ok(row, prm, 2)
+        mask[A.ANSWER_NO] = (capped.discard_ok(row, prm, 2) if prm[P_CAP]
+                             else discard_path_ok(row, prm, 2))
         row[F_CUR] = partner
 
 
@@ -117,10 +129,15 @@ def _take_shapes(row, prm, out):
         return -1
     frozen = row[F_PILE_FROZEN] == 1 or not opened  # C20
     slot = top - 4
-    has_meld = row[prm[O_MNAT] + owner_of(prm, p) * 13 + slot] > 0
+    m = owner_of(prm, p) * 13 + slot
+    has_meld = row[prm[O_MNAT] + m] > 0
     held = row[hand + top]
     out[TAKE_PAIR] = held >= 2
-    if not frozen and not has_meld and held >= 1 and wild_room(prm, 2, 0) >= 1:
+    if prm[P_CAP] and row[prm[O_MNAT] + m] + row[prm[O_MJOK] + m] + row[prm[O_MTWO] + m] + 3 > \
+            prm[P_CAP]:
+        out[TAKE_PAIR] = False  # would push the open meld past seven (R2)
+    with_wild = prm[P_TAKE_WILD] and not (prm[P_CAP] and top == SEVEN)  # R6; sevens unmixed (R2)
+    if with_wild and not frozen and not has_meld and held >= 1 and wild_room(prm, 2, 0) >= 1:
         out[TAKE_NAT_JOKER] = row[hand + JOKER] >= 1
         out[TAKE_NAT_TWO] = row[hand + TWO] >= 1
     out[TAKE_LAYOFF] = not frozen and has_meld
@@ -141,13 +158,106 @@ def _draw_phase(row, prm, mask, scratch):
             work = scratch[:width]
             work[:] = row[:width]
             apply_take(work, prm, how)
-            if turn_finishable(work, prm):
+            if _finishable(work, prm):
                 mask[A.TAKE_PILE_PAIR + how] = True
                 any_take = True
     if stock_empty:
         forced = (prm[P_EXH] == EXH_LAYOFF and mask[A.TAKE_PILE_LAYOFF]) or (
             prm[P_EXH] == EXH_LEGAL and any_take)
         mask[A.END_HAND] = not forced
+
+
+@njit(cache=True)
+def _finishable(row, prm):
+    """C19a by the solver the rules call for."""
+    if prm[P_CAP]:
+        return capped.turn_finishable(row, prm)
+    return turn_finishable(row, prm)
+
+
+@njit(cache=True)
+def _try_capped(row, prm, mask, scratch, action, final):
+    """Legal iff the turn can still be finished after the meld (C19a). A capped meld may close a
+    canasta and bring the foot (P3), so it is tried on a scratch copy of the row."""
+    width = prm[P_WIDTH]
+    work = scratch[:width]
+    work[:] = row[:width]
+    place_meld(work, prm, action)
+    if final:
+        ok = capped.discard_ok(work, prm, 1)
+    elif hand_size(work, prm, work[F_CUR]) == 0:
+        ok = capped.go_out_ok(work, prm)
+    else:
+        ok = capped.turn_finishable(work, prm)
+    if ok:
+        mask[action] = True
+
+
+@njit(cache=True)
+def _capped_meld_phase(row, prm, mask, scratch, final):
+    """Every meld action of a capped variant (R2, P2): ranks, sevens without wilds, wild-only
+    melds, and black threes when going out (R3)."""
+    p = row[F_CUR]
+    owner = owner_of(prm, p)
+    hand = prm[O_HANDS] + p * 15
+    jokers, twos = row[hand + JOKER], row[hand + TWO]
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    for s in range(11):
+        c = row[hand + s + 4]
+        n0 = row[mnat + s]
+        wilds_ok = s + 4 != SEVEN
+        if n0 == 0:
+            if c >= 3:
+                _try_capped(row, prm, mask, scratch, A.MELD_NNN + s, final)
+            if c >= 2 and wilds_ok and wild_room(prm, 2, 0) >= 1:
+                if jokers:
+                    _try_capped(row, prm, mask, scratch, A.MELD_NNJ + s, final)
+                if twos:
+                    _try_capped(row, prm, mask, scratch, A.MELD_NN2 + s, final)
+        else:
+            if c >= 1:
+                _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + s, final)
+            if wilds_ok and wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
+                if jokers:
+                    _try_capped(row, prm, mask, scratch, A.ADD_JOKER + s, final)
+                if twos:
+                    _try_capped(row, prm, mask, scratch, A.ADD_TWO + s, final)
+    if row[mjok + 11] + row[mtwo + 11] == 0:
+        for j in range(4):
+            if jokers >= j and twos >= 3 - j:
+                _try_capped(row, prm, mask, scratch, A.MELD_WILD + j, final)
+    else:
+        if jokers:
+            _try_capped(row, prm, mask, scratch, A.ADD_JOKER + 11, final)
+        if twos:
+            _try_capped(row, prm, mask, scratch, A.ADD_TWO + 11, final)
+    if final:
+        return
+    b3 = row[hand + BLACK_THREE]
+    if row[mnat + 12] == 0 and b3 >= 3:
+        _try_capped(row, prm, mask, scratch, A.MELD_NNN + 12, final)
+    elif row[mnat + 12] > 0 and b3 >= 1 and row[mnat + 12] < prm[P_B3_MAX]:
+        _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + 12, final)
+
+
+@njit(cache=True)
+def _capped_discards(row, prm, mask):
+    """A discard ends the turn (no seven while the seven rule holds, R5/P4) or goes out."""
+    p = row[F_CUR]
+    hand = prm[O_HANDS] + p * 15
+    if hand_size(row, prm, p) >= 2:
+        flags = row[F_TURN_FLAGS]
+        if (flags & TF_YES or row[prm[O_MNAT] + owner_of(prm, p) * 13 + 12] > 0
+                or minimum_shortfall(row, prm) > 0):
+            return
+        blocked = capped.sevens_blocked(row, prm)
+        for k in range(15):
+            if row[hand + k] > 0 and not (blocked and k == SEVEN):
+                mask[A.DISCARD + k] = True
+        return
+    for k in range(15):
+        if row[hand + k] > 0:
+            mask[A.DISCARD + k] = capped.discard_ok_after(row, prm, k)
 
 
 @njit(cache=True)
@@ -229,7 +339,7 @@ def _meld_phase(row, prm, mask, scratch, final):
     b3 = row[hand + BLACK_THREE]
     if row[mnat + 12] == 0 and b3 >= 3:  # C11: only in a turn that goes out
         _try_meld(row, prm, mask, A.MELD_NNN + 12, final)
-    elif row[mnat + 12] > 0 and b3 >= 1:
+    elif row[mnat + 12] > 0 and b3 >= 1 and row[mnat + 12] < prm[P_B3_MAX]:
         _try_meld(row, prm, mask, A.ADD_NATURAL + 12, final)
 
 

@@ -29,12 +29,15 @@ from canasta_env.engine.layout import (
     F_NEEDS_MIN,
     F_TURN_FLAGS,
     F_TURN_VALUE,
+    O_CLOSED,
     O_CREDIT,
     O_HANDS,
     O_MJOK,
     O_MNAT,
     O_MTWO,
+    P_B3_MAX,
     P_CONC_MIN,
+    P_GO_DISCARD,
     P_GO_REQ,
     P_MAX_WILD,
     P_NOWNERS,
@@ -229,7 +232,7 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
         if n + w >= CANASTA_SIZE:
             canastas += 1
     b3 = h[BLACK_THREE]
-    if b3 > 0 and row[mnat + BLACK_THREE_SLOT] + b3 < 3:
+    if b3 > 0 and not 3 <= row[mnat + BLACK_THREE_SLOT] + b3 <= prm[P_B3_MAX]:
         return False
     wilds = h[JOKER] + h[TWO]
     if pairs > wilds:
@@ -269,7 +272,7 @@ def go_out_ok(row, prm):
     h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
     credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
     need_value = go_out_value_needed(row, prm)
-    if _meld_everything(row, prm, owner, h, credit, need_value):
+    if not prm[P_GO_DISCARD] and _meld_everything(row, prm, owner, h, credit, need_value):
         return True
     for d in range(15):
         if h[d] > 0:
@@ -286,12 +289,14 @@ def go_out_ok(row, prm):
 
 @njit(cache=True)
 def owner_has_meld(row, prm, owner):
-    """Whether ``owner`` has any meld on the table."""
+    """Whether ``owner`` has any meld on the table, open or closed (R2)."""
     mnat = prm[O_MNAT] + owner * 13
+    closed = prm[O_CLOSED] + owner * 13
     for s in range(13):
-        if row[mnat + s] > 0:
+        if row[mnat + s] > 0 or row[closed + s] > 0:
             return True
-    return False
+    wild = owner * 13 + 11  # a wild-only meld holds no naturals
+    return row[prm[O_MJOK] + wild] + row[prm[O_MTWO] + wild] > 0
 
 
 @njit(cache=True)

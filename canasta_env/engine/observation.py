@@ -42,6 +42,10 @@ from canasta_env.engine.layout import (
     O_PILE,
     O_RED3,
     O_SCORE,
+    O_CKINDS,
+    O_RESERVE,
+    O_RESSTATE,
+    P_CAP,
     P_DECK,
     P_JOKERS,
     P_MTAB_MIN,
@@ -50,8 +54,11 @@ from canasta_env.engine.layout import (
     P_NPLAYERS,
     P_NSIDES,
     P_PACKS,
+    P_RES_SIZE,
     P_TARGET,
+    RES_SHOWN,
 )
+from canasta_env.engine.capped import sevens_blocked
 
 SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
 NUM_PHASES = 5
@@ -69,6 +76,14 @@ class Piece(NamedTuple):
 def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
     n, s, o = int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS])
+    variant = [
+        Piece("closed_canastas", (o, 4), 0, 1,
+              "closed canastas per owner (own first): natural, mixed, wild, sevens / 8, clipped"),
+        Piece("reserves", (n, 2), 0, 1,
+              "kitty/foot cards not in hand / reserve size; shown (joins after the discard), "
+              "own seat first"),
+        Piece("sevens_blocked", (1,), 0, 1, "no seven may be discarded yet (R5, P4)"),
+    ] if params[P_CAP] else []
     return [
         Piece("hand", (15,), 0, 1, "count / deck count of the kind"),
         Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
@@ -91,18 +106,20 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
               "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
               "yes, no"),
         Piece("new_this_turn", (13,), 0, 1, "slots the mover started this turn"),
-    ]
+    ] + variant
 
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
     """Length D of the observation vector."""
-    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS]))
+    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS]),
+                    int(params[P_CAP]))
 
 
 @functools.cache
-def _obs_dim(num_players: int, num_sides: int, num_owners: int) -> int:
+def _obs_dim(num_players: int, num_sides: int, num_owners: int, cap: int) -> int:
     params = np.zeros(NUM_PARAMS, dtype=np.int32)
     params[P_NPLAYERS], params[P_NSIDES], params[P_NOWNERS] = num_players, num_sides, num_owners
+    params[P_CAP] = cap
     return sum(int(np.prod(p.shape)) for p in pieces(params))
 
 
@@ -218,6 +235,22 @@ def _encode(row, prm, me, out):
     for s in range(13):
         out[pos + s] = row[prm[O_NEW] + s] if mover_side == my_side else 0.0
     pos += 13
+    if prm[P_CAP]:
+        for j in range(owners):
+            base = prm[O_CKINDS] + ((me + j) % owners) * 4
+            for kind in range(4):
+                out[pos + kind] = min(row[base + kind] / 8.0, 1.0)
+            pos += 4
+        for j in range(n):
+            p = (me + j) % n
+            t = 0
+            for k in range(15):
+                t += row[prm[O_RESERVE] + p * 15 + k]
+            out[pos] = t / float(max(prm[P_RES_SIZE], 1))
+            out[pos + 1] = 1.0 if row[prm[O_RESSTATE] + p] == RES_SHOWN else 0.0
+            pos += 2
+        out[pos] = 1.0 if sevens_blocked(row, prm) else 0.0
+        pos += 1
     return pos
 
 

@@ -21,6 +21,10 @@ from canasta_env.engine.layout import (
     NUM_PARTS,
     O_DECKCOUNT,
     O_HANDS,
+    O_CKINDS,
+    O_CJOK,
+    O_CLOSED,
+    O_CTWO,
     O_HSCORE,
     O_MELDED,
     O_MJOK,
@@ -28,6 +32,7 @@ from canasta_env.engine.layout import (
     O_MTWO,
     O_PARTS,
     O_RED3,
+    O_RESERVE,
     O_SCORE,
     P_CONC_BONUS,
     P_EPISODE_GAME,
@@ -38,9 +43,11 @@ from canasta_env.engine.layout import (
     P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
+    P_WILD_BONUS,
     P_RED3_ALL,
     P_RED3_BONUS,
     P_RED3_NEG,
+    P_SEVENS_BONUS,
     P_TARGET,
     P_TIE,
     PH_OVER,
@@ -69,11 +76,22 @@ def meld_parts(row, prm, owner):
         if s < 11 and n + j + t >= 7:
             canastas += 1
             bonus += prm[P_NAT_BONUS] if j + t == 0 else prm[P_MIX_BONUS]
-    return cards, bonus, melds, canastas
+    kinds = prm[O_CKINDS] + owner * 4  # closed canastas under a meld cap (R2, P2)
+    closed = row[kinds] + row[kinds + 1] + row[kinds + 2] + row[kinds + 3]
+    for s in range(12):
+        k = row[prm[O_CLOSED] + owner * 13 + s]
+        if k:
+            j, t = row[prm[O_CJOK] + owner * 13 + s], row[prm[O_CTWO] + owner * 13 + s]
+            cards += j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
+            if s < 11:
+                cards += (7 * k - j - t) * CARD_VALUES[s + 4]
+    bonus += (row[kinds] * prm[P_NAT_BONUS] + row[kinds + 1] * prm[P_MIX_BONUS]
+              + row[kinds + 2] * prm[P_WILD_BONUS] + row[kinds + 3] * prm[P_SEVENS_BONUS])
+    return cards, bonus, melds + closed, canastas + closed
 
 
 @njit(cache=True)
-def red_three_part(row, prm, side, melds, canastas):
+def red_three_part(row, prm, side, melds, canastas, sevens):
     """Red-three score of a side (C10): 100 each or the all-threes bonus, minus when penalised.
 
     Under ``player_no_meld`` (G5) each player's red threes are judged alone: minus when that player
@@ -95,7 +113,8 @@ def red_three_part(row, prm, side, melds, canastas):
         minus = value * unmelded // count
         return value - 2 * minus, every, minus > 0
     negative = ((mode == RED3_NO_MELD and melds == 0)
-                or (mode == RED3_NO_CANASTA and canastas == 0))
+                or (mode == RED3_NO_CANASTA and canastas == 0)
+                or (mode == RED3_NO_SEVENS and sevens == 0))
     return (-value if negative else value), every, negative
 
 
@@ -106,11 +125,12 @@ def score_hand(row, prm):
     n = prm[P_NPLAYERS]
     sides = prm[P_NSIDES]
     for side in range(sides):
-        cards = bonus = melds = canastas = 0
+        cards = bonus = melds = canastas = sevens = 0
         for owner in range(side, prm[P_NOWNERS], sides):  # the side's own melds, or its players'
             c, b, m, k = meld_parts(row, prm, owner)
             cards, bonus, melds, canastas = cards + c, bonus + b, melds + m, canastas + k
-        red3, every, negative = red_three_part(row, prm, side, melds, canastas)
+            sevens += row[prm[O_CKINDS] + owner * 4 + 3]
+        red3, every, negative = red_three_part(row, prm, side, melds, canastas, sevens)
         if every:
             events |= EV_ALL_RED3
         if negative:
@@ -121,8 +141,9 @@ def score_hand(row, prm):
         held = 0
         for p in range(n):
             if side_of(prm, p) == side:
-                for k in range(15):
-                    held += row[prm[O_HANDS] + p * 15 + k] * CARD_VALUES[k]
+                for k in range(15):  # a kitty or foot not yet in hand counts too (R8, P6)
+                    held += (row[prm[O_HANDS] + p * 15 + k]
+                             + row[prm[O_RESERVE] + p * 15 + k]) * CARD_VALUES[k]
         parts = prm[O_PARTS] + side * NUM_PARTS
         row[parts], row[parts + 1], row[parts + 2] = cards, bonus, red3
         row[parts + 3], row[parts + 4] = out, -held

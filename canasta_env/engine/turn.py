@@ -9,9 +9,10 @@ from __future__ import annotations
 from numba import njit
 
 from canasta_env.engine import actions as A
-from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, RED_THREE, TWO
+from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, RED_THREE, SEVEN, TWO
 from canasta_env.engine.deal import deal_next, pop_stock, push_pile, start_turn
 from canasta_env.engine.layout import (
+    EV_ALL_KINDS_OUT,
     EV_ASK,
     EV_BLACK3_MELD,
     EV_CANASTA,
@@ -20,13 +21,18 @@ from canasta_env.engine.layout import (
     EV_GAME_END,
     EV_LAST_RED3,
     EV_LAYOFF_TAKE,
+    EV_NO_DISCARD_END,
     EV_OPEN_BY_TAKE,
     EV_OPENED,
     EV_PILE_TAKE,
     EV_RED3_DRAWN,
+    EV_RESERVE_PICKUP,
+    EV_SEVENS_CANASTA,
+    EV_SEVENS_HELD,
     EV_STOCK_OUT_END,
     EV_STOP_CARD,
     EV_WENT_OUT,
+    EV_WILD_CANASTA,
     F_ASKER,
     F_CONCEALED,
     F_CUR,
@@ -36,15 +42,25 @@ from canasta_env.engine.layout import (
     F_PHASE,
     F_PILE_FROZEN,
     F_PILE_LEN,
+    F_PLAY_CLOSED,
     F_STOCK_LEN,
     F_TURN_FLAGS,
     F_TURN_MELDS,
     F_TURN_VALUE,
     F_WENT_OUT,
     HE_LAST_RED3,
+    HE_NO_DISCARD,
     HE_STOCK_OUT,
     HE_WENT_OUT,
+    K_MIXED,
+    K_NATURAL,
+    K_SEVENS,
+    K_WILD,
+    O_CKINDS,
+    O_CLOSED,
     O_CREDIT,
+    O_CJOK,
+    O_CTWO,
     O_HANDS,
     O_KNOWN,
     O_MELDED,
@@ -55,22 +71,32 @@ from canasta_env.engine.layout import (
     O_OPENED,
     O_PILE,
     O_RED3,
+    O_RESERVE,
+    O_RESSTATE,
+    P_CAP,
     P_DRAW,
     P_EPISODE_GAME,
     P_LAST_RED3,
     P_NPLAYERS,
+    P_RES_PICKUP,
     PH_ANSWER,
     PH_DRAW,
     PH_FINAL_MELD,
     PH_MELD,
+    RES_DOWN,
+    RES_IN_HAND,
+    RES_SHOWN,
     TF_ADDED_OLD,
     TF_ASKED,
     TF_DREW,
     TF_MELDED_BEFORE,
+    TF_NEW_CANASTA,
     TF_NO,
+    TF_SEVENS_ONLY,
     TF_TOOK,
     TF_YES,
 )
+from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.melds import owner_has_meld, owner_of, side_of
 from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
 
@@ -123,9 +149,13 @@ def go_out(row, prm, rewards, order_buf):
                     + row[prm[O_MTWO] + base + s])
             if row[prm[O_NEW] + s] and size >= 7:
                 concealed = 1
+        if flags & TF_NEW_CANASTA:
+            concealed = 1
     row[F_WENT_OUT] = p
     row[F_CONCEALED] = concealed
     events = EV_WENT_OUT | (EV_CONCEALED if concealed else 0) | close_turn(row, prm)
+    if prm[P_CAP]:
+        events |= EV_ALL_KINDS_OUT
     return events | end_hand(row, prm, HE_WENT_OUT, rewards, order_buf)
 
 
@@ -149,12 +179,86 @@ def apply_draw(row, prm, rewards, order_buf):
         need -= 1
     row[F_TURN_FLAGS] |= TF_DREW
     row[F_PHASE] = PH_MELD
+    mark_sevens_only(row, prm)
     if last_red3 and row[F_STOCK_LEN] == 0:
         events |= EV_LAST_RED3
         if prm[P_LAST_RED3] == 1:
             events |= end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
         else:
             row[F_PHASE] = PH_FINAL_MELD
+    return events
+
+
+@njit(cache=True)
+def mark_sevens_only(row, prm):
+    """Note whether the mover's hand is only sevens as melding begins (R5, C27a)."""
+    base = prm[O_HANDS] + row[F_CUR] * 15
+    total = 0
+    for k in range(15):
+        total += row[base + k]
+    if total > 0 and row[base + SEVEN] == total:
+        row[F_TURN_FLAGS] |= TF_SEVENS_ONLY
+    else:
+        row[F_TURN_FLAGS] &= ~TF_SEVENS_ONLY
+
+
+@njit(cache=True)
+def join_reserve(row, prm, p):
+    """The player's kitty or foot joins their hand; red threes in it are laid down, not replaced
+    (C8). Its cards do not count toward this turn's minimum (like the pile's, C17)."""
+    hand = prm[O_HANDS] + p * 15
+    res = prm[O_RESERVE] + p * 15
+    for k in range(15):
+        c = prm[O_CREDIT] + k
+        row[c] = min(row[c], row[hand + k])
+        if k == RED_THREE:
+            row[prm[O_RED3] + p] += row[res + k]
+        else:
+            row[hand + k] += row[res + k]
+        row[res + k] = 0
+    row[prm[O_RESSTATE] + p] = RES_IN_HAND
+    return EV_RESERVE_PICKUP
+
+
+@njit(cache=True)
+def reserve_trigger(row, prm):
+    """After a play: a canasta it closed shows the kitty (R4: red, wild or sevens) or brings the
+    foot at once (P3)."""
+    closed = row[F_PLAY_CLOSED]
+    row[F_PLAY_CLOSED] = 0
+    p = row[F_CUR]
+    if closed == 0 or row[prm[O_RESSTATE] + p] != RES_DOWN:
+        return 0
+    if prm[P_RES_PICKUP] == 2:
+        events = join_reserve(row, prm, p)
+        mark_sevens_only(row, prm)
+        return events
+    if closed & ~(1 << K_MIXED):
+        row[prm[O_RESSTATE] + p] = RES_SHOWN
+    return 0
+
+
+@njit(cache=True)
+def _close_meld(row, prm, owner, slot):
+    """Move the seven-card meld of ``slot`` to the owner's closed canastas (R2); returns events."""
+    base = owner * 13 + slot
+    n, j, t = row[prm[O_MNAT] + base], row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
+    if slot == 11:
+        kind, events = K_WILD, EV_WILD_CANASTA
+    elif slot + 4 == SEVEN:
+        kind, events = K_SEVENS, EV_SEVENS_CANASTA
+    else:
+        kind, events = (K_NATURAL if j + t == 0 else K_MIXED), 0
+    row[prm[O_CKINDS] + owner * 4 + kind] += 1
+    row[prm[O_CLOSED] + base] += 1
+    row[prm[O_CJOK] + base] += j
+    row[prm[O_CTWO] + base] += t
+    row[prm[O_MNAT] + base] = 0
+    row[prm[O_MJOK] + base] = 0
+    row[prm[O_MTWO] + base] = 0
+    row[F_PLAY_CLOSED] |= 1 << kind
+    if row[prm[O_NEW] + slot]:
+        row[F_TURN_FLAGS] |= TF_NEW_CANASTA
     return events
 
 
@@ -190,6 +294,8 @@ def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
     row[prm[O_MJOK] + base] += jokers
     row[prm[O_MTWO] + base] += twos
     after = before + naturals + jokers + twos
+    if prm[P_CAP] and slot != 12 and after >= prm[P_CAP]:
+        return EV_CANASTA | _close_meld(row, prm, owner, slot)
     return EV_CANASTA if (slot < 11 and before < 7 <= after) else 0
 
 
@@ -238,12 +344,16 @@ def apply_take(row, prm, how):
     row[F_PHASE] = PH_MELD
     if row[F_NEEDS_MIN] and row[F_TURN_VALUE] >= row[F_MINIMUM]:
         events |= EV_OPENED
-    return events
+    mark_sevens_only(row, prm)
+    return events | reserve_trigger(row, prm)
 
 
 @njit(cache=True)
 def meld_cards(action):
     """(slot, naturals, jokers, twos) that a meld action moves from hand to table."""
+    if action >= A.MELD_WILD:
+        j = action - A.MELD_WILD
+        return 11, 0, j, 3 - j
     if action < A.MELD_NNJ:
         return action - A.MELD_NNN, 3, 0, 0
     if action < A.MELD_NN2:
@@ -272,6 +382,7 @@ def place_meld(row, prm, action):
     row[prm[O_MELDED] + p] = 1
     row[F_TURN_MELDS] += 1
     events = _add_to_slot(row, prm, owner_of(prm, p), slot, naturals, jokers, twos)
+    events |= reserve_trigger(row, prm)
     return events | (EV_BLACK3_MELD if slot == 12 and naturals == 3 else 0)
 
 
@@ -311,6 +422,10 @@ def apply_discard(row, prm, kind, rewards, order_buf):
         events |= EV_STOP_CARD
     if hand_size(row, prm, p) == 0:
         return events | go_out(row, prm, rewards, order_buf)
+    if row[prm[O_HANDS] + p * 15 + SEVEN] > 0 and sevens_blocked(row, prm):
+        events |= EV_SEVENS_HELD
+    if row[prm[O_RESSTATE] + p] == RES_SHOWN:  # the kitty joins after the discard (R4)
+        events |= join_reserve(row, prm, p)
     events |= close_turn(row, prm)
     next_turn(row, prm)
     return events
@@ -324,13 +439,16 @@ def apply_action(row, prm, action, rewards, order_buf):
     if action == A.END_HAND:
         if row[F_PHASE] == PH_DRAW:
             return EV_STOCK_OUT_END | end_hand(row, prm, HE_STOCK_OUT, rewards, order_buf)
+        if row[F_PHASE] == PH_MELD:  # only sevens, none may be discarded (C27a)
+            return EV_NO_DISCARD_END | close_turn(row, prm) | end_hand(
+                row, prm, HE_NO_DISCARD, rewards, order_buf)
         return close_turn(row, prm) | end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
     if action <= A.TAKE_PILE_LAYOFF:
         events = apply_take(row, prm, action - A.TAKE_PILE_PAIR)
         if hand_size(row, prm, row[F_CUR]) == 0:  # the take melded the last cards: going out
             events |= go_out(row, prm, rewards, order_buf)
         return events
-    if action < A.MELD_WILD:
+    if action < A.DISCARD:
         return apply_meld(row, prm, action, rewards, order_buf)
     if A.DISCARD <= action < A.ASK_PARTNER:
         return apply_discard(row, prm, action - A.DISCARD, rewards, order_buf)

@@ -1,0 +1,392 @@
+"""Turn completability under a meld cap with the four canasta kinds (R2-R8, P2-P6, C19a).
+
+With melds closed at seven cards, the naturals of one rank may fill the open meld, close it and
+start another, and wilds may go to any rank or to wild-only melds; going out needs one canasta of
+each kind. The analytic shortcuts of ``melds.py`` no longer hold, so both questions are answered by
+a small exact dynamic programme over the meld slots, with the wilds used so far as state:
+
+* ``discard_ok``: can the mover meld enough for the minimum and still end the turn by a discard
+  (keeping a discardable card while sevens may not be discarded), by the C27a end, or (P3) by a
+  play that completes a canasta and brings the foot?
+* ``go_out_ok``: can every card but an optional (or, R8, compulsory) final discard be melded so
+  that the owner then holds every canasta kind?
+
+``slot_outcomes`` says, for one slot, which canasta kinds adding ``a`` naturals and ``b`` wilds can
+close; it is the only place that knows how a rank's cards split into capped melds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, SEVEN, TWO
+from canasta_env.engine.layout import (
+    F_CUR,
+    F_TURN_FLAGS,
+    K_MIXED,
+    K_NATURAL,
+    K_SEVENS,
+    K_WILD,
+    O_CKINDS,
+    O_CREDIT,
+    O_HANDS,
+    O_MJOK,
+    O_MNAT,
+    O_MTWO,
+    O_RESSTATE,
+    P_B3_MAX,
+    P_GO_DISCARD,
+    P_MAX_WILD,
+    P_NOWNERS,
+    P_NSIDES,
+    P_RES_PICKUP,
+    P_SEVEN_RULE,
+    P_WLE,
+    RES_DOWN,
+    RES_IN_HAND,
+    TF_NO,
+    TF_SEVENS_ONLY,
+    TF_YES,
+)
+from canasta_env.engine.melds import NEG, go_out_value_needed, minimum_shortfall, owner_of
+
+CAP = 7
+SEVEN_SLOT = SEVEN - 4
+WILD_SLOT = 11
+ALL_KINDS = 15
+PICKUP_IMMEDIATE = 2
+
+
+@njit(cache=True, inline="always")
+def _open_wilds(prm, naturals):
+    """Most wilds an open (not yet seven-card) meld of ``naturals`` naturals may hold (C13)."""
+    limit = prm[P_MAX_WILD]
+    if prm[P_WLE] and naturals < limit:
+        limit = naturals
+    return limit
+
+
+@njit(cache=True)
+def slot_outcomes(prm, slot, n0, w0, a, b):
+    """Bit set over kind masks (bit m: the canastas closed are exactly kinds ``m``) reachable by
+    adding ``a`` naturals and ``b`` wilds to a slot whose open meld holds ``n0`` naturals and ``w0``
+    wilds; 0 if no valid arrangement exists. The open meld closes first (at most one open meld of
+    a rank, R2), then new melds follow, each of 2+ naturals and at most 3 wilds."""
+    if a + b == 0:
+        return 1
+    if slot == WILD_SLOT:  # wild-only melds: three or more wilds, closed at seven (R2)
+        t = w0 + b
+        r = t % CAP
+        if r == 1 or r == 2:
+            return 0
+        return 1 << (1 << K_WILD) if t >= CAP else 1
+    n, w = n0 + a, w0 + b
+    if slot == SEVEN_SLOT and w > 0:  # sevens are never mixed
+        return 0
+    t = n + w
+    k = t // CAP
+    r = t - k * CAP
+    if r == 1 or r == 2:
+        return 0
+    if slot == SEVEN_SLOT:
+        return 1 << (1 << K_SEVENS) if k >= 1 else 1
+    out = 0
+    u0 = min(3, CAP - n0)  # wilds the first (existing) meld can hold once closed
+    for wr in range(4):
+        if r == 0 and wr > 0:
+            break
+        nr = r - wr
+        if r > 0 and (nr < 2 or wr > _open_wilds(prm, nr)):
+            continue
+        wc = w - wr  # wilds in the closed melds
+        if wc < 0:
+            continue
+        if k == 0:
+            if wc == 0:
+                out |= 1
+            continue
+        if wc < w0 or wc > u0 + 3 * (k - 1):
+            continue
+        if wc == 0:
+            out |= 1 << (1 << K_NATURAL)
+        if wc >= max(1, w0) + k - 1:
+            out |= 1 << (1 << K_MIXED)
+        if k >= 2 and wc >= 1 and wc <= (3 * (k - 1) if w0 == 0 else u0 + 3 * (k - 2)):
+            out |= 1 << ((1 << K_NATURAL) | (1 << K_MIXED))
+    return out
+
+
+@njit(cache=True, inline="always")
+def _spread(states, outcomes):
+    """Kind-mask states reachable from ``states`` (bit set) by closing any of ``outcomes``."""
+    out = 0
+    for f in range(16):
+        if (states >> f) & 1:
+            for m in range(16):
+                if (outcomes >> m) & 1:
+                    out |= 1 << (f | m)
+    return out
+
+
+@njit(cache=True)
+def owner_kinds(row, prm, owner):
+    """Mask of the canasta kinds ``owner`` has closed."""
+    have = 0
+    for kind in range(4):
+        if row[prm[O_CKINDS] + owner * 4 + kind] > 0:
+            have |= 1 << kind
+    return have
+
+
+@njit(cache=True)
+def sevens_blocked(row, prm):
+    """R5, P4: no seven may be discarded until every side has a sevens canasta."""
+    if prm[P_SEVEN_RULE] == 0:
+        return False
+    sides = prm[P_NSIDES]
+    for side in range(sides):
+        has = False
+        for owner in range(side, prm[P_NOWNERS], sides):
+            if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
+                has = True
+        if not has:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _meld_all(row, prm, owner, h):
+    """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    b3 = h[BLACK_THREE]
+    if b3 > 0:
+        on_table = row[mnat + 12] + b3
+        if on_table < 3 or on_table > prm[P_B3_MAX]:
+            return False
+    wilds = h[JOKER] + h[TWO]
+    have = owner_kinds(row, prm, owner)
+    # necessary conditions first: they settle almost every state without the programme
+    if not (have >> K_WILD) & 1 and row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] + wilds < CAP:
+        return False
+    if not (have >> K_SEVENS) & 1 and row[mnat + SEVEN_SLOT] + h[SEVEN] < CAP:
+        return False
+    nat_ok = (have >> K_NATURAL) & 1
+    mix_ok = (have >> K_MIXED) & 1
+    for s in range(11):
+        c = h[s + 4]
+        n0 = row[mnat + s]
+        if n0 == 0 and (c == 1 or (c == 2 and wilds == 0)):
+            return False
+        if s != SEVEN_SLOT:
+            if n0 + c >= CAP:
+                nat_ok = 1
+            if n0 + row[mjok + s] + row[mtwo + s] + c + wilds >= CAP and n0 + c >= 2:
+                mix_ok = 1
+    if not (nat_ok and mix_ok):
+        return False
+    reach = np.zeros(wilds + 1, np.int32)
+    nxt = np.zeros(wilds + 1, np.int32)
+    reach[0] = 1 << have
+    for s in range(11):
+        c = h[s + 4]
+        n0 = row[mnat + s]
+        w0 = row[mjok + s] + row[mtwo + s]
+        if c == 0:
+            continue
+        nxt[:] = 0
+        for w in range(wilds + 1):
+            if reach[w] == 0:
+                continue
+            for b in range(wilds - w + 1):
+                outs = slot_outcomes(prm, s, n0, w0, c, b)
+                if outs:
+                    nxt[w + b] |= _spread(reach[w], outs)
+        reach[:] = nxt
+    w0 = row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT]
+    for w in range(wilds + 1):
+        if reach[w] == 0:
+            continue
+        outs = slot_outcomes(prm, WILD_SLOT, 0, w0, 0, wilds - w)
+        if outs and (_spread(reach[w], outs) >> ALL_KINDS) & 1:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _credited(h, credit):
+    v = 0
+    for k in range(15):
+        v += min(h[k], credit[k]) * CARD_VALUES[k]
+    return v
+
+
+@njit(cache=True)
+def go_out_ok(row, prm):
+    """Whether the mover can still go out this turn (C28, R4/P3, R5/P4, R8/P6)."""
+    if row[F_TURN_FLAGS] & TF_NO:
+        return False
+    p = row[F_CUR]
+    if row[prm[O_RESSTATE] + p] != RES_IN_HAND:  # the kitty or foot must have joined the hand
+        return False
+    owner = owner_of(prm, p)
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    need_value = go_out_value_needed(row, prm)
+    if not prm[P_GO_DISCARD] and _meld_all(row, prm, owner, h):
+        if need_value <= 0 or _credited(h, credit) >= need_value:
+            return True
+    for d in range(15):
+        if h[d] == 0 or (d == SEVEN and prm[P_SEVEN_RULE] != 0):  # never a seven (R5, P4)
+            continue
+        h[d] -= 1
+        old = credit[d]
+        credit[d] = min(old, h[d])
+        ok = _meld_all(row, prm, owner, h) and (
+            need_value <= 0 or _credited(h, credit) >= need_value)
+        h[d] += 1
+        credit[d] = old
+        if ok:
+            return True
+    return False
+
+
+@njit(cache=True)
+def discard_ok_after(row, prm, d):
+    """Whether the mover, holding one card, may discard kind ``d`` to go out."""
+    p = row[F_CUR]
+    if row[F_TURN_FLAGS] & TF_NO or row[prm[O_RESSTATE] + p] != RES_IN_HAND:
+        return False
+    if d == SEVEN and prm[P_SEVEN_RULE] != 0:
+        return False
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h[d] -= 1
+    need_value = go_out_value_needed(row, prm)
+    ok = _meld_all(row, prm, owner_of(prm, p), h) and (
+        need_value <= 0 or _credited(h, credit) >= need_value)
+    h[d] += 1
+    return ok
+
+
+@njit(cache=True)
+def _wild_value(used, cj, ct):
+    """Credited value of the ``used`` most valuable wilds."""
+    j = min(used, cj)
+    return j * CARD_VALUES[JOKER] + min(used - j, ct) * CARD_VALUES[TWO]
+
+
+@njit(cache=True)
+def best_value(row, prm, owner, h, credit, keep, need_other, foot):
+    """Best credited value meldable from ``h`` that keeps at least ``keep`` cards (one of them not
+    a seven when ``need_other``); with ``foot``, a melding that closes a canasta may keep none
+    (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
+    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    wilds = h[JOKER] + h[TWO]
+    # state: wilds used, kept cards (capped at 2), a non-seven kept, a canasta closed
+    cur = np.full((wilds + 1, 3, 2, 2), NEG, np.int64)
+    nxt = np.full((wilds + 1, 3, 2, 2), NEG, np.int64)
+    kept0 = h[BLACK_THREE]
+    cur[0, min(kept0, 2), 1 if kept0 > 0 else 0, 0] = 0
+    for s in range(11):
+        k = s + 4
+        c = h[k]
+        n0 = row[mnat + s]
+        w0 = row[mjok + s] + row[mtwo + s]
+        if c == 0 and n0 == 0:
+            continue
+        nxt[:] = NEG
+        for w in range(wilds + 1):
+            for kept in range(3):
+                for other in range(2):
+                    for closed in range(2):
+                        v0 = cur[w, kept, other, closed]
+                        if v0 == NEG:
+                            continue
+                        for a in range(c + 1):
+                            v = v0 + min(a, credit[k]) * CARD_VALUES[k]
+                            kk = min(2, kept + c - a)
+                            oo = other | (1 if (c - a > 0 and k != SEVEN) else 0)
+                            for b in range(wilds - w + 1):
+                                if a + b > 0 and n0 + a < 2 and n0 == 0:
+                                    break
+                                if slot_outcomes(prm, s, n0, w0, a, b) == 0:
+                                    continue
+                                cc = closed | (1 if (a + b > 0 and n0 + w0 + a + b >= CAP) else 0)
+                                if v > nxt[w + b, kk, oo, cc]:
+                                    nxt[w + b, kk, oo, cc] = v
+        cur[:] = nxt
+    cj = min(h[JOKER], credit[JOKER])
+    ct = min(h[TWO], credit[TWO])
+    w0 = row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT]
+    best = NEG
+    for w in range(wilds + 1):
+        for kept in range(3):
+            for other in range(2):
+                for closed in range(2):
+                    v0 = cur[w, kept, other, closed]
+                    if v0 == NEG:
+                        continue
+                    for bw in range(wilds - w + 1):
+                        if slot_outcomes(prm, WILD_SLOT, 0, w0, 0, bw) == 0:
+                            continue
+                        left = wilds - w - bw
+                        kk = kept + left
+                        oo = other | (1 if left > 0 else 0)
+                        cc = closed | (1 if (bw > 0 and w0 + bw >= CAP) else 0)
+                        ok = kk >= keep and (oo or not need_other)
+                        if not ok and not (foot and cc):
+                            continue
+                        v = v0 + _wild_value(w + bw, cj, ct)
+                        if v > best:
+                            best = v
+    return best
+
+
+@njit(cache=True)
+def _only_sevens(h):
+    total = 0
+    for k in range(15):
+        total += h[k]
+    return total > 0 and h[SEVEN] == total
+
+
+@njit(cache=True)
+def discard_ok(row, prm, keep):
+    """Whether the mover can end the turn without going out, holding ``keep`` cards before the
+    discard (2), or before the no-discard end of C31a (1); includes the C27a end and the P3 foot."""
+    if row[F_TURN_FLAGS] & TF_YES:
+        return False
+    p = row[F_CUR]
+    owner = owner_of(prm, p)
+    if row[prm[O_MNAT] + owner * 13 + 12] > 0:  # black threes only when going out (C11, R3)
+        return False
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    short = minimum_shortfall(row, prm)
+    blocked = keep == 2 and sevens_blocked(row, prm)
+    foot = prm[P_RES_PICKUP] == PICKUP_IMMEDIATE and row[prm[O_RESSTATE] + p] == RES_DOWN
+    if blocked and row[F_TURN_FLAGS] & TF_SEVENS_ONLY and _only_sevens(h):
+        return best_value(row, prm, owner, h, credit, 1, False, foot) >= short  # C27a
+    if short == 0:
+        total = 0
+        for k in range(15):
+            total += h[k]
+        if total >= keep and (not blocked or total > h[SEVEN]):
+            return True
+    return best_value(row, prm, owner, h, credit, keep, blocked, foot) >= short
+
+
+@njit(cache=True)
+def no_discard_end_ok(row, prm):
+    """C27a: the hand held only sevens when melding began and none may be discarded."""
+    p = row[F_CUR]
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    return (bool(row[F_TURN_FLAGS] & TF_SEVENS_ONLY) and sevens_blocked(row, prm)
+            and _only_sevens(h) and minimum_shortfall(row, prm) == 0)
+
+
+@njit(cache=True)
+def turn_finishable(row, prm):
+    """C19a under a meld cap."""
+    return discard_ok(row, prm, 2) or go_out_ok(row, prm)
