@@ -51,6 +51,7 @@ from canasta_env.engine.layout import (
     EV_CONCEALED,
     EV_GAME_END,
     EV_HAND_END,
+    EV_NO_DISCARD_END,
     EV_STOCK_OUT_END,
     EV_WENT_OUT,
     F_DEAL_INDEX,
@@ -476,7 +477,8 @@ class BatchRecorder:
         if not events & EV_HAND_END:
             return self._record(b, "step_cap", scores)
         went = bool(events & EV_WENT_OUT)
-        end = "went_out" if went else "stock_out" if events & EV_STOCK_OUT_END else "last_red3"
+        end = ("went_out" if went else "stock_out" if events & EV_STOCK_OUT_END
+               else "no_discard" if events & EV_NO_DISCARD_END else "last_red3")
         rec = self._record(b, end, scores)
         rec.hand_scores, rec.score_parts = hand_scores, parts
         rec.went_out = mover if went else -1

@@ -26,6 +26,7 @@ from canasta_env.engine.cards import (
     KIND_BY_NAME,
     NUM_KINDS,
     RED_THREE,
+    SEVEN,
     TWO,
 )
 from canasta_env.engine.core import _new_state
@@ -42,17 +43,26 @@ from canasta_env.engine.layout import (
     F_TURN_FLAGS,
     F_TURN_VALUE,
     F_WENT_OUT,
+    K_MIXED,
+    K_NATURAL,
+    K_SEVENS,
+    K_WILD,
     O_CREDIT,
     O_DECKCOUNT,
     O_NEW,
     O_PILE,
     O_STOCK,
+    P_CAP,
     PHASE_NAMES,
+    RES_DOWN,
+    RES_IN_HAND,
+    RES_SHOWN,
     ST_LIVE,
     TF_DREW,
     TF_TOOK,
     deck_counts,
 )
+from canasta_env.engine.turn import mark_sevens_only
 from canasta_env.rules import RuleSet, load_rules
 
 _ALIASES = {"10": "T", "JOKER": "JK", "JKR": "JK", "RED3": "R3", "BLACK3": "B3"}
@@ -81,8 +91,10 @@ def card_list(text: str | Sequence[str], where: str = "cards") -> list[int]:
 
 
 def _meld_slot(counts: np.ndarray, where: str) -> tuple[int, int, int, int]:
-    """(slot, naturals, jokers, twos) of a meld's cards."""
+    """(slot, naturals, jokers, twos) of a meld's cards; only wilds: the wild-only slot (R2)."""
     naturals = [k for k in range(NUM_KINDS) if counts[k] and k not in (JOKER, TWO)]
+    if not naturals and counts[JOKER] + counts[TWO] >= 3:
+        return 11, 0, int(counts[JOKER]), int(counts[TWO])
     if len(naturals) != 1 or naturals[0] == RED_THREE:
         raise ScenarioError(f"{where}: a meld needs naturals of exactly one rank (not red threes)")
     kind = naturals[0]
@@ -110,6 +122,9 @@ def scenario(
     turn_value: int = 0,
     credit: str | None = None,
     new_slots: Sequence[int] = (),
+    closed: Mapping[int, Sequence[str]] | None = None,
+    reserves: Mapping[int, str] | None = None,
+    reserve_shown: Sequence[int] = (),
     episode: str = "hand",
 ) -> State:
     """A batch-of-one state as described (see the module docstring).
@@ -134,6 +149,10 @@ def scenario(
         turn_value: value melded toward the minimum earlier this turn.
         credit: with ``took_pile``, the hand cards held before the take (count toward C17).
         new_slots: slots started this turn by the mover.
+        closed: per meld owner, closed canastas under a meld cap (R2), each the string of its
+            seven cards (``"7 7 7 7 7 7 7"``, ``"JK JK 2 2 2 2 2"``).
+        reserves: face-down kitty or foot per seat (R1, P1); seats not named hold theirs already.
+        reserve_shown: seats whose kitty was shown this turn and joins after the discard (R4).
     """
     rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
     state = _new_state(rules, 1, episode)
@@ -164,6 +183,29 @@ def scenario(
             state.meld_jokers[0, side, slot] = jok
             state.meld_twos[0, side, slot] = two
             used += counts
+    closed_slots = state.closed_slots[0]
+    for owner, canastas in (closed or {}).items():
+        if not 0 <= owner < owners:
+            raise ScenarioError(f"closed: owner {owner} out of range for {owners} meld owners")
+        for text in canastas:
+            counts = parse_cards(text, f"closed[{owner}]")
+            slot, nat, jok, two = _meld_slot(counts, f"closed[{owner}] {text!r}")
+            if not state.params[P_CAP] or nat + jok + two != 7 or slot == 12:
+                raise ScenarioError(f"closed[{owner}] {text!r}: a closed canasta is seven cards of "
+                                    "a rank or of wilds, under a meld cap (R2)")
+            kind = K_WILD if slot == 11 else K_SEVENS if slot + 4 == SEVEN else (
+                K_NATURAL if jok + two == 0 else K_MIXED)
+            closed_slots[owner, slot] += 1
+            state.closed_jokers[0, owner, slot] += jok
+            state.closed_twos[0, owner, slot] += two
+            state.closed_canastas[0, owner, kind] += 1
+            used += counts
+    state.reserve_state[0] = RES_IN_HAND
+    for seat, text in (reserves or {}).items():
+        counts = parse_cards(text, f"reserves[{seat}]")
+        state.reserves[0, seat] = counts
+        state.reserve_state[0, seat] = RES_SHOWN if seat in reserve_shown else RES_DOWN
+        used += counts
     for seat, count in (red_threes or {}).items():
         state.red_threes[0, seat] = count
         used[RED_THREE] += count
@@ -195,7 +237,8 @@ def scenario(
     row[F_MAX_KIND] = int(deck.max())
     if scores is not None:
         state.scores[0] = np.asarray(scores, dtype=np.int32)
-    owner_has = state.meld_naturals[0].sum(axis=1) > 0
+    owner_has = (state.meld_naturals[0].sum(axis=1) + state.meld_jokers[0].sum(axis=1)
+                 + state.meld_twos[0].sum(axis=1) + closed_slots.sum(axis=1)) > 0
     side_has = np.array([owner_has[s::sides].any() for s in range(sides)])
     state.opened[0] = np.asarray(side_has if opened is None else opened, dtype=np.int32)
     if has_melded is None:  # the first seat of every owner with melds
@@ -217,5 +260,7 @@ def scenario(
         row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS] = held
     for slot in new_slots:
         row[prm[O_NEW] + slot] = 1
+    if phase != "draw":
+        mark_sevens_only(row, prm)
     state.refresh_mask()
     return state

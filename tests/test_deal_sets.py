@@ -19,9 +19,13 @@ def test_shipped_sets_cover_every_preset():
         by_name = load_deal_set(f"{preset}-v1", preset)
         assert len(by_version) == 10_000 and by_version.sha256 == by_name.sha256
         assert by_version.reference(12) == f"{preset}-v1#12"
-    for preset in preset_names():  # variants use the set of their deck and table size
+    for preset in preset_names():  # Regal uses the classic set of its deck and table size
         rules = load_rules(preset)
-        assert load_deal_set("v1", rules).name == f"classic_{rules.num_players}p-v1"
+        own = preset.startswith(("railroad", "pennies"))
+        expected = f"{preset}-v1" if own else f"classic_{rules.num_players}p-v1"
+        deal_set = load_deal_set("v1", rules)
+        assert deal_set.name == expected
+        assert len(deal_set) == (2_000 if own else 10_000)
 
 
 def test_a_set_replays_the_deals_it_was_made_from(tmp_path):

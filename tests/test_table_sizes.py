@@ -1,6 +1,7 @@
-"""Five and six players (groundwork for Railroad R1 and Pennies P1): no preset plays at these sizes
-yet, so a three-pack deck with classic rules stands in, each for themselves and in two teams of
-three. The engine's invariants and every adapter's contract must hold as at 2-4 players."""
+"""Five and six players: three-pack classic tables, each for themselves and in two teams of three,
+and Railroad at 6 players (R1: 12 packs + 12 jokers, 636 cards), which has no preset. The engine's
+invariants and every adapter's contract must hold as at 2-4 players (Pennies at 6 players is a
+preset and runs with the others)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from canasta_env.engine import init, observe, step
 from canasta_env.rules import RulesError, load_rules
 from canasta_env.testing import check_batch_independence, check_expansion, check_random_play
 
+RAILROAD_6P = dict(load_rules("railroad_2p").to_dict(), name="railroad_6p", num_players=6, packs=12,
+                   jokers=12)
 TABLES = {
     "five": {"name": "five", "num_players": 5, "packs": 3, "jokers": 6},
     "six": {"name": "six", "num_players": 6, "packs": 3, "jokers": 6},
     "six_teams": {"name": "six_teams", "num_players": 6, "partnerships": True, "packs": 3, "jokers": 6},
+    "railroad_6p": RAILROAD_6P,
 }
 
 
@@ -44,11 +48,24 @@ def test_sizes_and_sides() -> None:
 
 
 def test_random_play_invariants(rules: Any) -> None:
-    """Conservation of the 162-card deck, live masks, no step cap, scores = independent parts."""
+    """Conservation of the 162- or 636-card deck, live masks, no step cap, scores = independent
+    parts. Railroad's 6-player hands are long (a 491-card stock drawn two at a time, about 1,100
+    decisions) and seldom go out (every canasta kind is needed): fewer hands, kitties instead."""
+    railroad = rules.name == "railroad_6p"
+    hands, most = (200, 1600) if railroad else (1000, 400)
     for agent in ("random", "eager"):
-        report = check_random_play(rules, 1000, agent, seed=5)
-        assert report.hands >= 1000 and report.max_decisions_per_hand < 400
-        assert report.coverage.counts["went_out"] > 0 and report.coverage.counts["canasta"] > 0
+        report = check_random_play(rules, hands, agent, seed=5, batch=64 if railroad else 256)
+        assert report.hands >= hands and report.max_decisions_per_hand < most
+        assert report.coverage.counts["canasta"] > 0
+        assert report.coverage.counts["reserve_pickup" if railroad else "went_out"] > 0
+
+
+def test_railroad_6p_vec_env_matches_gym_envs() -> None:
+    """The SB3 VecEnv differential test (tests/test_sb3_env.py) at Railroad's 6-player table."""
+    from test_sb3_env import _run_sb3_differential
+
+    hands, _ = _run_sb3_differential(load_rules(RAILROAD_6P), 16, 1200, seed=6)
+    assert hands >= 4
 
 
 def test_batch_rows_and_expansion(rules: Any) -> None:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from numba import njit
 
 from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.deal import minimum_for
 from canasta_env.engine.layout import (
     F_CUR,
@@ -31,6 +32,7 @@ from canasta_env.engine.layout import (
     F_TURN_FLAGS,
     F_TURN_VALUE,
     NUM_PARAMS,
+    O_CKINDS,
     O_CREDIT,
     O_HANDS,
     O_KNOWN,
@@ -41,10 +43,9 @@ from canasta_env.engine.layout import (
     O_OPENED,
     O_PILE,
     O_RED3,
-    O_SCORE,
-    O_CKINDS,
     O_RESERVE,
     O_RESSTATE,
+    O_SCORE,
     P_CAP,
     P_DECK,
     P_JOKERS,
@@ -58,7 +59,6 @@ from canasta_env.engine.layout import (
     P_TARGET,
     RES_SHOWN,
 )
-from canasta_env.engine.capped import sevens_blocked
 
 SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
 NUM_PHASES = 5

@@ -34,6 +34,10 @@ def _melds(state: State, b: int, side: int) -> str:
             tag = "*natural canasta*" if jok[s] + two[s] == 0 else "*mixed canasta*"
         wild = f"+{int(jok[s])}JK" * bool(jok[s]) + f"+{int(two[s])}x2" * bool(two[s])
         out.append(f"{name}:{int(nat[s])}{wild}{tag}")
+    kinds = state.closed_canastas[b, side]
+    if kinds.any():  # closed under a meld cap (R2, P2)
+        names = ("natural", "mixed", "wild", "sevens")
+        out.append("closed: " + ", ".join(f"{int(c)} {names[k]}" for k, c in enumerate(kinds) if c))
     return " ".join(out) if out else "-"
 
 
@@ -69,6 +73,10 @@ def render(state: State, b: int = 0, player: int | None = None) -> str:
         else:
             known = state.known[b, p]
             shown = f"{size} cards" + (f", known: {_cards(known)}" if known.sum() else "")
+        reserve = int(state.reserves[b, p].sum())
+        if reserve:  # a kitty or foot not yet in hand (R1, P1)
+            what = _cards(state.reserves[b, p]) if player is None else f"{reserve} cards"
+            shown += f" | {'shown' if state.reserve_state[b, p] == 1 else 'face down'}: {what}"
         lines.append(f"P{p}{'*' if p == cur else ' '} red3 {int(state.red_threes[b, p])} | {shown}")
     if d[F_NEEDS_MIN]:
         lines.append(f"minimum {int(d[F_MINIMUM])}, melded this turn {int(d[F_TURN_VALUE])}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from numba import njit
 
 from canasta_env.engine import actions as A
+from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, RED_THREE, SEVEN, TWO
 from canasta_env.engine.deal import deal_next, pop_stock, push_pile, start_turn
 from canasta_env.engine.layout import (
@@ -56,10 +57,10 @@ from canasta_env.engine.layout import (
     K_NATURAL,
     K_SEVENS,
     K_WILD,
+    O_CJOK,
     O_CKINDS,
     O_CLOSED,
     O_CREDIT,
-    O_CJOK,
     O_CTWO,
     O_HANDS,
     O_KNOWN,
@@ -96,7 +97,6 @@ from canasta_env.engine.layout import (
     TF_TOOK,
     TF_YES,
 )
-from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.melds import owner_has_meld, owner_of, side_of
 from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
 
@@ -242,7 +242,7 @@ def reserve_trigger(row, prm):
 def _close_meld(row, prm, owner, slot):
     """Move the seven-card meld of ``slot`` to the owner's closed canastas (R2); returns events."""
     base = owner * 13 + slot
-    n, j, t = row[prm[O_MNAT] + base], row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
+    j, t = row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
     if slot == 11:
         kind, events = K_WILD, EV_WILD_CANASTA
     elif slot + 4 == SEVEN:

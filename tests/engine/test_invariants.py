@@ -9,8 +9,15 @@ import pytest
 
 from canasta_env.engine import ACTION_NAMES, action_index, step_one
 from canasta_env.engine.cards import KIND_NAMES
-from canasta_env.engine.layout import EV_CONCEALED, EV_LAST_RED3, EV_RED3_NEGATIVE
-from canasta_env.rules import preset_names
+from canasta_env.engine.layout import (
+    EV_ALL_KINDS_OUT,
+    EV_BLACK3_MELD,
+    EV_CONCEALED,
+    EV_LAST_RED3,
+    EV_RED3_NEGATIVE,
+    EV_WENT_OUT,
+)
+from canasta_env.rules import load_rules, preset_names
 from canasta_env.scenario import scenario
 from canasta_env.testing import (
     RuleCoverage,
@@ -23,11 +30,21 @@ PRESETS = preset_names()  # every shipped preset, variants included
 # The two sweeps below build classic situations; Regal's versions (concealed needs the minimum, the
 # last red three ends the hand at once, red threes judged per player) are tests/engine/test_rules_regal.py
 CLASSIC = [p for p in PRESETS if p.startswith("classic")]
+# Railroad and Pennies: capped melds, four canasta kinds, kitty or foot (R1-R8, P1-P6)
+VARIANTS = [p for p in PRESETS if load_rules(p).canasta_kinds == "four"]
 HANDS = int(os.environ.get("CANASTA_CHECK_HANDS", "2000"))
 # Rule paths every classic preset must exercise in random play (>= 20 times over both agents).
 COMMON_PATHS = ["went_out", "pile_take", "frozen_take", "open_by_take", "layoff_take",
                 "red3_drawn", "canasta", "opened", "black3_meld", "stop_card", "stock_out_end",
                 "frozen_upcard", "all_red3"]  # last_red3 and red3_negative: swept below
+# The variants' paths; going out with every kind (and the black-three meld with it) is swept below:
+# random play seldom closes a wild canasta, which going out needs.
+VARIANT_PATHS = ["pile_take", "frozen_take", "open_by_take", "layoff_take", "red3_drawn", "canasta",
+                 "opened", "stop_card", "stock_out_end", "frozen_upcard", "last_red3",
+                 "reserve_pickup", "wild_canasta", "sevens_canasta", "sevens_held", "no_discard_end"]
+# Most decisions a hand may take, documented in docs/engine.md "Decisions per hand": the variants'
+# stocks are 2-5 times classic's, so their hands are longer.
+MAX_DECISIONS = {"railroad_2p": 500, "railroad_4p": 900, "pennies_4p": 400, "pennies_6p": 400}
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -37,9 +54,52 @@ def test_random_play_invariants_and_coverage(preset: str) -> None:
     for agent in ("random", "eager"):
         report = check_random_play(preset, HANDS, agent, seed=11)
         assert report.hands >= HANDS
-        assert report.max_decisions_per_hand < 400, "a hand took more decisions than documented"
+        assert report.max_decisions_per_hand < MAX_DECISIONS.get(preset, 400), \
+            "a hand took more decisions than documented"
         coverage.counts.update(report.coverage.counts)
-    assert coverage.missing(COMMON_PATHS) == [], dict(coverage.counts)
+    paths = VARIANT_PATHS if preset in VARIANTS else COMMON_PATHS
+    if preset.startswith("pennies"):
+        paths = paths + ["all_red3", "red3_negative", "forced_take"]
+    assert coverage.missing(paths) == [], dict(coverage.counts)
+
+
+_KIND_PARTS = {  # an open meld one play short of its canasta kind, and the hand card that closes it
+    0: ("K K K K K K", "K"),
+    1: ("Q Q Q Q JK", "Q 2"),
+    2: ("JK 2 2 2 2 2", "2"),
+    3: ("7 7 7 7 7 7", "7"),
+}
+_CLOSED = {0: "A A A A A A A", 1: "9 9 9 9 9 2 JK", 2: "JK JK 2 2 2 2 2", 3: "7 7 7 7 7 7 7"}
+
+
+@pytest.mark.parametrize("preset", VARIANTS)
+def test_sweep_go_out_with_every_kind(preset: str) -> None:
+    """R8, P6: going out with one canasta of each kind is rare in random play; sweep built states
+    where one kind is a play away and play random legal moves, melds first."""
+    rng = np.random.default_rng(17)
+    rules = load_rules(preset)
+    out = b3 = 0
+    for _ in range(100):
+        missing = int(rng.integers(4))
+        open_meld, closer = _KIND_PARTS[missing]
+        extra = rng.choice(["5 5 5", "B3 B3 B3", "J J J JK", "6 6 6 6"])
+        hand = f"{closer} {extra} 8"
+        closed = [_CLOSED[k] for k in range(4) if k != missing]
+        state = scenario(preset, {0: hand}, melds={0: [open_meld]}, closed={0: closed},
+                         phase="meld", scores=[0] * rules.num_sides)
+        seen = 0
+        while int(state.current_player[0]) == 0 and not state.terminated[0]:
+            names = [ACTION_NAMES[a] for a in state.legal_actions(0)]
+            melds = [n for n in names if not n.startswith("DISCARD")]
+            choice = rng.choice(melds) if melds and rng.random() < 0.9 else rng.choice(names)
+            seen |= int(step_one(state, action_index(str(choice))).events[0])
+        if seen & EV_WENT_OUT:
+            assert seen & EV_ALL_KINDS_OUT
+            assert state.closed_canastas[0, 0].min() >= 1
+            assert state.score_parts[0, 0, 3] == rules.go_out_bonus
+            out += 1
+            b3 += bool(seen & EV_BLACK3_MELD)
+    assert out >= 20 and b3 >= 5, (out, b3)
 
 
 @pytest.mark.parametrize("preset", PRESETS)

@@ -83,3 +83,19 @@ def test_unknown_config_key_is_refused(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "learning_rat" in proc.stderr and str(config) in proc.stderr
+
+
+@pytest.mark.parametrize("preset", ["railroad_2p", "pennies_6p"])
+def test_variant_config_trains(preset: str, tmp_path: Path) -> None:
+    """``canasta train --config`` with the shipped Railroad and Pennies configs (issue 6): a tiny
+    run leaves a checkpoint whose policy plays the variant."""
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "train.cli", "train", "--config", f"configs/train/ppo_{preset}.yaml",
+            "--num_envs", "16", "--n_steps", "16", "--batch_size", "256", "--n_epochs", "1",
+            "--total_timesteps", "1024", "--checkpoint_every", "1024", "--eval_every", "1024",
+            "--eval_deals", "4", "--progress", "false", "--run_dir", str(run)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert load_checkpoint(run, rules=preset).meta["rules"]["name"] == preset
+    assert make_agent(str(run), preset).name.startswith("policy:")
