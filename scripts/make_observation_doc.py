@@ -9,7 +9,7 @@ from canasta_env.engine.observation import describe
 from canasta_env.rules import load_rules
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "observation.md"
-PRESETS = ("classic_2p", "classic_3p", "classic_4p", "regal_4p")
+PRESETS = ("classic_2p", "classic_3p", "classic_4p", "regal_4p", "railroad_2p", "pennies_6p")
 
 HEADER = """# Observation layout
 
