@@ -193,6 +193,16 @@ def _try_capped(row, prm, mask, scratch, action, final):
         mask[action] = True
 
 
+@njit(cache=True, inline="always")
+def _capped_consider(row, prm, mask, scratch, action, final, spare, spare_other, used, sevens):
+    """Try ``action`` unless it surely leaves a discard path: enough cards kept (``spare``), one
+    of them discardable while sevens are blocked (``spare_other``), the minimum already met."""
+    if spare >= used and spare_other >= used - sevens:
+        mask[action] = True
+    else:
+        _try_capped(row, prm, mask, scratch, action, final)
+
+
 @njit(cache=True)
 def _capped_meld_phase(row, prm, mask, scratch, final):
     """Every meld action of a capped variant (R2, P2): ranks, sevens without wilds, wild-only
@@ -202,35 +212,53 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
     hand = prm[O_HANDS] + p * 15
     jokers, twos = row[hand + JOKER], row[hand + TWO]
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    # When the minimum is no concern, a meld that keeps two cards, one of them discardable, is legal.
+    easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
+            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + 12] == 0)
+    total = hand_size(row, prm, p)
+    keep = 1 if final else 2
+    spare = total - keep if easy else -100
+    spare_other = spare + 1  # cards beyond one discardable card
+    if easy and not final and capped.sevens_blocked(row, prm):
+        spare_other = total - row[hand + SEVEN] - 1
     for s in range(11):
         c = row[hand + s + 4]
         n0 = row[mnat + s]
-        wilds_ok = s + 4 != SEVEN
+        sv = 1 if s + 4 == SEVEN else 0  # sevens used per natural
         if n0 == 0:
             if c >= 3:
-                _try_capped(row, prm, mask, scratch, A.MELD_NNN + s, final)
-            if c >= 2 and wilds_ok and wild_room(prm, 2, 0) >= 1:
+                _capped_consider(row, prm, mask, scratch, A.MELD_NNN + s, final, spare,
+                                 spare_other, 3, 3 * sv)
+            if c >= 2 and not sv and wild_room(prm, 2, 0) >= 1:
                 if jokers:
-                    _try_capped(row, prm, mask, scratch, A.MELD_NNJ + s, final)
+                    _capped_consider(row, prm, mask, scratch, A.MELD_NNJ + s, final, spare,
+                                     spare_other, 3, 0)
                 if twos:
-                    _try_capped(row, prm, mask, scratch, A.MELD_NN2 + s, final)
+                    _capped_consider(row, prm, mask, scratch, A.MELD_NN2 + s, final, spare,
+                                     spare_other, 3, 0)
         else:
             if c >= 1:
-                _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + s, final)
-            if wilds_ok and wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
+                _capped_consider(row, prm, mask, scratch, A.ADD_NATURAL + s, final, spare,
+                                 spare_other, 1, sv)
+            if not sv and wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
                 if jokers:
-                    _try_capped(row, prm, mask, scratch, A.ADD_JOKER + s, final)
+                    _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + s, final, spare,
+                                     spare_other, 1, 0)
                 if twos:
-                    _try_capped(row, prm, mask, scratch, A.ADD_TWO + s, final)
+                    _capped_consider(row, prm, mask, scratch, A.ADD_TWO + s, final, spare,
+                                     spare_other, 1, 0)
     if row[mjok + 11] + row[mtwo + 11] == 0:
         for j in range(4):
             if jokers >= j and twos >= 3 - j:
-                _try_capped(row, prm, mask, scratch, A.MELD_WILD + j, final)
+                _capped_consider(row, prm, mask, scratch, A.MELD_WILD + j, final, spare,
+                                 spare_other, 3, 0)
     else:
         if jokers:
-            _try_capped(row, prm, mask, scratch, A.ADD_JOKER + 11, final)
+            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + 11, final, spare,
+                             spare_other, 1, 0)
         if twos:
-            _try_capped(row, prm, mask, scratch, A.ADD_TWO + 11, final)
+            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + 11, final, spare,
+                             spare_other, 1, 0)
     if final:
         return
     b3 = row[hand + BLACK_THREE]
