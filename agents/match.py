@@ -37,6 +37,7 @@ class GameOutcomes:
     natural_canastas: npt.NDArray[np.int64]
     mixed_canastas: npt.NDArray[np.int64]
     wild_canastas: npt.NDArray[np.int64]
+    sevens_canastas: npt.NDArray[np.int64]  # R2, P2 (closed canastas count by their kind)
     red_threes: npt.NDArray[np.int64]
     opened: npt.NDArray[np.bool_]
     truncated: npt.NDArray[np.bool_]  # (G,) stopped by the step cap
@@ -98,6 +99,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
     size = (state.meld_naturals + state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     wilds = (state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     canasta = size >= 7  # per meld owner; owner o is on side o % sides
+    closed = state.closed_canastas.astype(np.int64)  # closed at seven under a meld cap (R2, P2)
 
     def by_side(per_owner: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
         """Sum over the owners (or seats) of each side: index o belongs to side o % sides."""
@@ -108,9 +110,12 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         went_out=state.went_out.astype(np.int64).copy(),
         decisions=decisions,
         pile_takes=pile_takes,
-        natural_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2)),
-        mixed_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2)),
-        wild_canastas=by_side(canasta[:, :, WILD_SLOT].astype(np.int64)),
+        natural_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] == 0)).sum(axis=2)
+                                 + closed[:, :, 0]),
+        mixed_canastas=by_side((canasta[:, :, :WILD_SLOT] & (wilds[:, :, :WILD_SLOT] > 0)).sum(axis=2)
+                               + closed[:, :, 1]),
+        wild_canastas=by_side(canasta[:, :, WILD_SLOT].astype(np.int64) + closed[:, :, 2]),
+        sevens_canastas=by_side(closed[:, :, 3]),
         red_threes=by_side(state.red_threes),
         opened=state.opened.astype(bool).copy(),
         truncated=state.truncated.copy(),

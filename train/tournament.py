@@ -107,7 +107,7 @@ def seat_table(plan: Plan, match: tuple[int, ...], seating: npt.NDArray[np.int64
 
 # Per-hand columns: identity of the game, then one column per side for each outcome.
 SIDE_COLUMNS = ("entrant", "score", "pile_takes", "natural_canastas", "mixed_canastas", "wild_canastas",
-                "red_threes", "opened")
+                "sevens_canastas", "red_threes", "opened")
 
 
 def hand_columns(sides: int) -> list[str]:
@@ -136,7 +136,8 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
     side_entrant = seats[:, :plan.sides]
     per_side = {"entrant": side_entrant, "score": out.scores, "pile_takes": out.pile_takes,
                 "natural_canastas": out.natural_canastas, "mixed_canastas": out.mixed_canastas,
-                "wild_canastas": out.wild_canastas, "red_threes": out.red_threes,
+                "wild_canastas": out.wild_canastas, "sevens_canastas": out.sevens_canastas,
+                "red_threes": out.red_threes,
                 "opened": out.opened.astype(np.int64)}
     for q in range(plan.sides):
         for c in SIDE_COLUMNS:

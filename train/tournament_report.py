@@ -144,8 +144,8 @@ def update_ladder(path: Path, tournament_id: str, rows: list[dict[str, Any]]) ->
 def outcome_stats(plan: Any, hands: dict[str, npt.NDArray[Any]], labels: list[str]) -> list[dict[str, Any]]:
     """Per entrant, over the hands its side played: mean score, going-out, opening, canastas by kind,
     pile takes, red threes and hand length (decisions)."""
-    metrics = ("score", "natural_canastas", "mixed_canastas", "wild_canastas", "pile_takes", "red_threes",
-               "opened")
+    metrics = ("score", "natural_canastas", "mixed_canastas", "wild_canastas", "sevens_canastas",
+               "pile_takes", "red_threes", "opened")
     k = len(labels)
     ent = np.concatenate([hands[f"side{q}_entrant"] for q in range(plan.sides)])
     count = np.bincount(ent, minlength=k).astype(np.float64)
@@ -299,6 +299,8 @@ class TournamentResult:
         o = Table(title="outcomes per hand played")
         keys = ["entrant", "hands", "score", "went_out_rate", "opened_rate", "natural_canastas",
                 "mixed_canastas", "pile_takes", "red_threes", "hand_length"]
+        if any(r["wild_canastas"] or r["sevens_canastas"] for r in self.outcome_rows):
+            keys[7:7] = ["wild_canastas", "sevens_canastas"]  # Railroad, Pennies (R2, P2)
         for c in keys:
             o.add_column(c.replace("_", " "), justify="left" if c == "entrant" else "right")
         for r in self.outcome_rows:
