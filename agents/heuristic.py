@@ -23,7 +23,8 @@ wild is added to a meld of 6 cards (completes a canasta) or of 5 cards when two 
 never onto a natural canasta unless dumping. Wilds are melded freely only while opening (the turn
 has not reached the minimum yet), in the final-meld phase, under threat (a wild left in hand costs
 its value twice), or when going out is allowed and the side has the canastas it needs or at most 3
-cards are left.
+cards are left. With the four canasta kinds (Railroad, Pennies) wilds start and grow a wild-only
+meld first (its canasta pays 1000 and going out needs one).
 
 **Going out when ahead.** Going out is allowed when own table value + the going-out bonus beats the
 best opponent side's table value less its hand (estimated at [``card_estimate`` = 8] points a
@@ -75,7 +76,15 @@ from canasta_env.engine.actions import (
     TAKE_PILE_PAIR,
 )
 from canasta_env.engine.cards import CARD_VALUES, SLOT_KIND
-from canasta_env.engine.layout import P_GO_BONUS, P_GO_REQ, P_MIX_BONUS, P_NAT_BONUS, P_PACKS, P_RED3_BONUS
+from canasta_env.engine.layout import (
+    P_CAP,
+    P_GO_BONUS,
+    P_GO_REQ,
+    P_MIX_BONUS,
+    P_NAT_BONUS,
+    P_PACKS,
+    P_RED3_BONUS,
+)
 from canasta_env.rules import RuleSet
 
 
@@ -135,6 +144,7 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
         off[16]
     go_req, go_bonus, nat_bonus, mix_bonus, red3_bonus = prm[0], prm[1], prm[2], prm[3], prm[4]
     per_rank = prm[5]
+    wild_melds = prm[6] > 0  # four canasta kinds (R2, P2): wilds build wild-only canastas
     wild_take_pile, threat_hand, late_stock, card_est = cfg[0], cfg[1], cfg[2], cfg[3]
     b3_pile, freeze_pile, pair_take_pile, go_margin = cfg[4], cfg[5], cfg[6], cfg[7]
     dump_canastas, layoff_take_pile = cfg[8], cfg[9]
@@ -249,10 +259,17 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
                         if m[act + slot] and 400.0 + 2 * v + bonus > best:
                             best = 400.0 + 2 * v + bonus
                             choice = act + slot
+            wild_meld_score = 750.0 if wild_melds else 200.0
             for j in range(4):
-                if wild_free and h - 3 >= keep and m[MELD_WILD + j] and 200.0 > best:
-                    best = 200.0
+                if (wild_free or wild_melds) and h - 3 >= keep and m[MELD_WILD + j] \
+                        and wild_meld_score > best:
+                    best = wild_meld_score
                     choice = MELD_WILD + j
+            if wild_melds and h - 1 >= keep:  # grow the wild-only meld (its canasta pays 1000)
+                for act in (ADD_JOKER, ADD_TWO):
+                    if m[act + 11] and 760.0 > best:
+                        best = 760.0
+                        choice = act + 11
             if choice < 0 and discard_legal:
                 w = 1.0 + psize / 6.0
                 freeze = (not frozen_all) and next_open and psize >= freeze_pile
@@ -331,7 +348,7 @@ class HeuristicAgent:
         self.config = config or HeuristicConfig.for_rules(self.rules)
         p = self.decoder.params
         self._prm = np.array([p[P_GO_REQ], p[P_GO_BONUS], p[P_NAT_BONUS], p[P_MIX_BONUS],
-                              p[P_RED3_BONUS], 4 * p[P_PACKS]], dtype=np.float64)
+                              p[P_RED3_BONUS], 4 * p[P_PACKS], p[P_CAP]], dtype=np.float64)
         self._cfg = np.array(astuple(self.config), dtype=np.float64)
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
