@@ -93,6 +93,11 @@ def _meld_text(state: State, owner: int) -> Text:
         else:
             out.append(f"{label} ({size})")
         out.append("  ")
+    kinds = state.closed_canastas[b, owner]  # closed at seven cards (Railroad, Pennies: R2, P2)
+    if kinds.any():
+        names = ("natural", "mixed", "wild", "sevens")
+        out.append("closed: " + ", ".join(f"{int(c)} {names[k]}" for k, c in enumerate(kinds) if c),
+                   style="bold green")
     return out if out.plain else Text("-")
 
 
@@ -161,8 +166,20 @@ def _players_lines(state: State, labels: Sequence[str], viewer: int | None) -> T
             text += f": {cards_by_rank(hand)}"
         elif known.sum():
             text += f" (known from the pile: {cards_by_rank(known)})"
+        text += _reserve_text(state, p, viewer)
         out.append(text + "\n")
     return out
+
+
+def _reserve_text(state: State, seat: int, viewer: int | None) -> str:
+    """A kitty or foot not yet in hand (R1, P1): its size, and its cards only when omniscient."""
+    reserve = state.reserves[0, seat]
+    if not reserve.sum():
+        return ""
+    shown = state.reserve_state[0, seat] == 1
+    what = f": {cards_by_rank(reserve)}" if viewer is None else ""
+    return f" · {'kitty shown, joins after the discard' if shown else 'face down'} " \
+           f"{int(reserve.sum())}{what}"
 
 
 def legal_moves_table(state: State) -> Table:
@@ -189,7 +206,8 @@ def seat_view(state: State, viewer: int | None, labels: Sequence[str]) -> Render
     if viewer is not None:
         hand = state.hands[0, viewer]
         parts.append(Text(f"Your hand ({int(hand.sum())} cards, red threes "
-                          f"{int(state.red_threes[0, viewer])}): {cards_by_rank(hand)}", style="bold"))
+                          f"{int(state.red_threes[0, viewer])}): {cards_by_rank(hand)}"
+                          + _reserve_text(state, viewer, viewer), style="bold"))
     if cur == viewer or viewer is None:
         if state.needs_minimum[0] and phase != "draw":
             parts.append(Text(f"Melded toward your side's minimum this turn: "
