@@ -156,6 +156,22 @@ def sevens_blocked(row, prm):
 
 
 @njit(cache=True)
+def _last_without_sevens(row, prm, player):
+    """Whether the player's side is the only side without a sevens canasta (its own sevens
+    canasta would then lift the seven rule, R5/P4)."""
+    sides = prm[P_NSIDES]
+    mine = player % sides
+    for side in range(sides):
+        has = False
+        for owner in range(side, prm[P_NOWNERS], sides):
+            if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
+                has = True
+        if has == (side == mine):
+            return False
+    return True
+
+
+@njit(cache=True)
 def _meld_all(row, prm, owner, h):
     """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
@@ -192,7 +208,7 @@ def _meld_all(row, prm, owner, h):
         c = h[s + 4]
         n0 = row[mnat + s]
         w0 = row[mjok + s] + row[mtwo + s]
-        if c == 0:
+        if c == 0 and n0 == 0:  # no meld and no naturals: nothing can go here
             continue
         nxt[:] = 0
         for w in range(wilds + 1):
@@ -277,15 +293,17 @@ def _wild_value(used, cj, ct):
 
 
 @njit(cache=True)
-def best_value(row, prm, owner, h, credit, keep, need_other, foot):
+def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     """Best credited value meldable from ``h`` that keeps at least ``keep`` cards (one of them not
-    a seven when ``need_other``); with ``foot``, a melding that closes a canasta may keep none
-    (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
+    a seven when ``need_other``, unless ``lift`` and the melding closes a sevens canasta: the
+    mover's side was the last without one, R5/P4); with ``foot``, a melding that closes a canasta
+    may keep none (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
     mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
     wilds = h[JOKER] + h[TWO]
-    # state: wilds used, kept cards (capped at 2), a non-seven kept, a canasta closed
-    cur = np.full((wilds + 1, 3, 2, 2), NEG, np.int64)
-    nxt = np.full((wilds + 1, 3, 2, 2), NEG, np.int64)
+    # state: wilds used, kept cards (capped at 2), a non-seven kept, canastas closed (bit 0: any,
+    # bit 1: sevens)
+    cur = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
+    nxt = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
     kept0 = h[BLACK_THREE]
     cur[0, min(kept0, 2), 1 if kept0 > 0 else 0, 0] = 0
     for s in range(11):
@@ -299,7 +317,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot):
         for w in range(wilds + 1):
             for kept in range(3):
                 for other in range(2):
-                    for closed in range(2):
+                    for closed in range(4):
                         v0 = cur[w, kept, other, closed]
                         if v0 == NEG:
                             continue
@@ -312,7 +330,8 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot):
                                     break
                                 if slot_outcomes(prm, s, n0, w0, a, b) == 0:
                                     continue
-                                cc = closed | (1 if (a + b > 0 and n0 + w0 + a + b >= CAP) else 0)
+                                shut = a + b > 0 and n0 + w0 + a + b >= CAP
+                                cc = closed | ((3 if k == SEVEN else 1) if shut else 0)
                                 if v > nxt[w + b, kk, oo, cc]:
                                     nxt[w + b, kk, oo, cc] = v
         cur[:] = nxt
@@ -323,7 +342,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot):
     for w in range(wilds + 1):
         for kept in range(3):
             for other in range(2):
-                for closed in range(2):
+                for closed in range(4):
                     v0 = cur[w, kept, other, closed]
                     if v0 == NEG:
                         continue
@@ -334,7 +353,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot):
                         kk = kept + left
                         oo = other | (1 if left > 0 else 0)
                         cc = closed | (1 if (bw > 0 and w0 + bw >= CAP) else 0)
-                        ok = kk >= keep and (oo or not need_other)
+                        ok = kk >= keep and (oo or not need_other or (lift and cc & 2))
                         if not ok and not (foot and cc):
                             continue
                         v = v0 + _wild_value(w + bw, cj, ct)
@@ -365,16 +384,29 @@ def discard_ok(row, prm, keep):
     credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
     short = minimum_shortfall(row, prm)
     blocked = keep == 2 and sevens_blocked(row, prm)
+    lift = blocked and _last_without_sevens(row, prm, p)
     foot = prm[P_RES_PICKUP] == PICKUP_IMMEDIATE and row[prm[O_RESSTATE] + p] == RES_DOWN
-    if blocked and row[F_TURN_FLAGS] & TF_SEVENS_ONLY and _only_sevens(h):
-        return best_value(row, prm, owner, h, credit, 1, False, foot) >= short  # C27a
     if short == 0:
         total = 0
         for k in range(15):
             total += h[k]
         if total >= keep and (not blocked or total > h[SEVEN]):
             return True
-    return best_value(row, prm, owner, h, credit, keep, blocked, foot) >= short
+    if best_value(row, prm, owner, h, credit, keep, blocked, foot, lift) >= short:
+        return True
+    if blocked and row[F_TURN_FLAGS] & TF_SEVENS_ONLY and _only_sevens(h):  # C27a
+        return best_value(row, prm, owner, h, credit, 1, False, foot, False) >= short
+    return False
+
+
+@njit(cache=True)
+def only_sevens_left(row, prm):
+    """R5, P4: after a meld, the hand holds only sevens while none may be discarded, and did not
+    when melding began (a meld may not leave the player so)."""
+    p = row[F_CUR]
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    return (_only_sevens(h) and not row[F_TURN_FLAGS] & TF_SEVENS_ONLY
+            and sevens_blocked(row, prm))
 
 
 @njit(cache=True)

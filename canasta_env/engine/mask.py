@@ -183,6 +183,8 @@ def _try_capped(row, prm, mask, scratch, action, final):
     work = scratch[:width]
     work[:] = row[:width]
     place_meld(work, prm, action)
+    if not final and capped.only_sevens_left(work, prm):  # R5, P4: never meld down to sevens
+        return
     if final:
         ok = capped.discard_ok(work, prm, 1)
     elif hand_size(work, prm, work[F_CUR]) == 0:
