@@ -6,6 +6,7 @@ preset and runs with the others)."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -19,8 +20,7 @@ from canasta_env.engine import init, observe, step
 from canasta_env.rules import RulesError, load_rules
 from canasta_env.testing import check_batch_independence, check_expansion, check_random_play
 
-RAILROAD_6P = dict(load_rules("railroad_2p").to_dict(), name="railroad_6p", num_players=6, packs=12,
-                   jokers=12)
+RAILROAD_6P = load_rules(Path(__file__).parents[1] / "configs" / "rules" / "railroad_6p.yaml").to_dict()
 TABLES = {
     "five": {"name": "five", "num_players": 5, "packs": 3, "jokers": 6},
     "six": {"name": "six", "num_players": 6, "packs": 3, "jokers": 6},
