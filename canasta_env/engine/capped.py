@@ -13,6 +13,11 @@ a small exact dynamic programme over the meld slots, with the wilds used so far 
 
 ``slot_outcomes`` says, for one slot, which canasta kinds adding ``a`` naturals and ``b`` wilds can
 close; it is the only place that knows how a rank's cards split into capped melds.
+
+The seven rule (R5, P4) is judged when the turn ends: a sevens canasta the mover closes this turn
+lifts it when theirs was the last side without one. A meld may never leave only sevens in hand
+while the rule holds (the mask checks each meld); every plan the programme accepts can be played
+in an order that respects this (sevens first), so the programme need not track it.
 """
 
 from __future__ import annotations
