@@ -235,48 +235,59 @@ def _meld_all(row, prm, owner, h):
 
 
 @njit(cache=True)
-def _melds_out(row, prm, owner, h, credit, need_value):
-    """Whether all of ``h`` can be melded for every kind with the minimum still owed met (C16)."""
-    if not _meld_all(row, prm, owner, h):
-        return False
-    if need_value <= 0:
-        return True
+def _credited(h, credit):
     v = 0
     for k in range(15):
-        v += min(h[k], credit[k]) * CARD_VALUES[k]  # an uncredited copy is the one discarded
-    return v >= need_value
-
-
-@njit(cache=True)
-def goes_out_discarding(row, prm, d):
-    """Whether the mover can go out with ``d`` as the final discard (-1: melding every card)."""
-    p = row[F_CUR]
-    if row[F_TURN_FLAGS] & TF_NO or row[prm[O_RESSTATE] + p] != RES_IN_HAND:
-        return False  # the kitty or foot must have joined the hand (R4, P3)
-    if (d < 0 and prm[P_GO_DISCARD]) or (d == SEVEN and prm[P_SEVEN_RULE] != 0):
-        return False  # R8: a final discard; never a seven (R5, P4)
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
-    need_value = go_out_value_needed(row, prm)
-    if d < 0:
-        return _melds_out(row, prm, owner_of(prm, p), h, credit, need_value)
-    h[d] -= 1
-    ok = _melds_out(row, prm, owner_of(prm, p), h, credit, need_value)
-    h[d] += 1
-    return ok
+        v += min(h[k], credit[k]) * CARD_VALUES[k]
+    return v
 
 
 @njit(cache=True)
 def go_out_ok(row, prm):
     """Whether the mover can still go out this turn (C28, R4/P3, R5/P4, R8/P6)."""
+    if row[F_TURN_FLAGS] & TF_NO:
+        return False
     p = row[F_CUR]
-    if row[F_TURN_FLAGS] & TF_NO or row[prm[O_RESSTATE] + p] != RES_IN_HAND:
-        return False  # settles most states before the per-discard loop
+    if row[prm[O_RESSTATE] + p] != RES_IN_HAND:  # the kitty or foot must have joined the hand
+        return False
+    owner = owner_of(prm, p)
     h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    for d in range(-1, 15):
-        if (d < 0 or h[d] > 0) and goes_out_discarding(row, prm, d):
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    need_value = go_out_value_needed(row, prm)
+    if not prm[P_GO_DISCARD] and _meld_all(row, prm, owner, h):
+        if need_value <= 0 or _credited(h, credit) >= need_value:
+            return True
+    for d in range(15):
+        if h[d] == 0 or (d == SEVEN and prm[P_SEVEN_RULE] != 0):  # never a seven (R5, P4)
+            continue
+        h[d] -= 1
+        old = credit[d]
+        credit[d] = min(old, h[d])
+        ok = _meld_all(row, prm, owner, h) and (
+            need_value <= 0 or _credited(h, credit) >= need_value)
+        h[d] += 1
+        credit[d] = old
+        if ok:
             return True
     return False
+
+
+@njit(cache=True)
+def discard_ok_after(row, prm, d):
+    """Whether the mover, holding one card, may discard kind ``d`` to go out."""
+    p = row[F_CUR]
+    if row[F_TURN_FLAGS] & TF_NO or row[prm[O_RESSTATE] + p] != RES_IN_HAND:
+        return False
+    if d == SEVEN and prm[P_SEVEN_RULE] != 0:
+        return False
+    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h[d] -= 1
+    need_value = go_out_value_needed(row, prm)
+    ok = _meld_all(row, prm, owner_of(prm, p), h) and (
+        need_value <= 0 or _credited(h, credit) >= need_value)
+    h[d] += 1
+    return ok
 
 
 @njit(cache=True)

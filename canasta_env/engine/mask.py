@@ -287,7 +287,7 @@ def _capped_discards(row, prm, mask):
         return
     for k in range(15):
         if row[hand + k] > 0:
-            mask[A.DISCARD + k] = capped.goes_out_discarding(row, prm, k)
+            mask[A.DISCARD + k] = capped.discard_ok_after(row, prm, k)
 
 
 @njit(cache=True)
