@@ -102,6 +102,19 @@ def _meld_slot(counts: np.ndarray, where: str) -> tuple[int, int, int, int]:
     return slot, int(counts[kind]), int(counts[JOKER]), int(counts[TWO])
 
 
+def _owner_melds(described: Mapping[int, Sequence[str]] | None, owners: int, what: str
+                 ) -> list[tuple[int, str, np.ndarray, tuple[int, int, int, int]]]:
+    """(owner, text, counts, (slot, naturals, jokers, twos)) of every meld described per owner."""
+    out = []
+    for owner, texts in (described or {}).items():
+        if not 0 <= owner < owners:
+            raise ScenarioError(f"{what}: owner {owner} out of range for {owners} meld owners")
+        for text in texts:
+            counts = parse_cards(text, f"{what}[{owner}]")
+            out.append((owner, text, counts, _meld_slot(counts, f"{what}[{owner}] {text!r}")))
+    return out
+
+
 def scenario(
     rules: RuleSet | str,
     hands: Sequence[str] | Mapping[int, str],
@@ -171,35 +184,25 @@ def scenario(
         state.hands[0, seat] = counts
         used += counts
     owners = state.num_owners
-    for side, side_melds in (melds or {}).items():
-        if not 0 <= side < owners:
-            raise ScenarioError(f"melds: owner {side} out of range for {owners} meld owners")
-        for text in side_melds:
-            counts = parse_cards(text, f"melds[{side}]")
-            slot, nat, jok, two = _meld_slot(counts, f"melds[{side}] {text!r}")
-            if state.meld_naturals[0, side, slot]:
-                raise ScenarioError(f"melds[{side}]: two melds in slot of {text!r} (C14)")
-            state.meld_naturals[0, side, slot] = nat
-            state.meld_jokers[0, side, slot] = jok
-            state.meld_twos[0, side, slot] = two
-            used += counts
+    for side, text, counts, (slot, nat, jok, two) in _owner_melds(melds, owners, "melds"):
+        if state.meld_naturals[0, side, slot]:
+            raise ScenarioError(f"melds[{side}]: two melds in slot of {text!r} (C14)")
+        state.meld_naturals[0, side, slot] = nat
+        state.meld_jokers[0, side, slot] = jok
+        state.meld_twos[0, side, slot] = two
+        used += counts
     closed_slots = state.closed_slots[0]
-    for owner, canastas in (closed or {}).items():
-        if not 0 <= owner < owners:
-            raise ScenarioError(f"closed: owner {owner} out of range for {owners} meld owners")
-        for text in canastas:
-            counts = parse_cards(text, f"closed[{owner}]")
-            slot, nat, jok, two = _meld_slot(counts, f"closed[{owner}] {text!r}")
-            if not state.params[P_CAP] or nat + jok + two != 7 or slot == 12:
-                raise ScenarioError(f"closed[{owner}] {text!r}: a closed canasta is seven cards of "
-                                    "a rank or of wilds, under a meld cap (R2)")
-            kind = K_WILD if slot == 11 else K_SEVENS if slot + 4 == SEVEN else (
-                K_NATURAL if jok + two == 0 else K_MIXED)
-            closed_slots[owner, slot] += 1
-            state.closed_jokers[0, owner, slot] += jok
-            state.closed_twos[0, owner, slot] += two
-            state.closed_canastas[0, owner, kind] += 1
-            used += counts
+    for owner, text, counts, (slot, nat, jok, two) in _owner_melds(closed, owners, "closed"):
+        if not state.params[P_CAP] or nat + jok + two != 7 or slot == 12:
+            raise ScenarioError(f"closed[{owner}] {text!r}: a closed canasta is seven cards of "
+                                "a rank or of wilds, under a meld cap (R2)")
+        kind = K_WILD if slot == 11 else K_SEVENS if slot + 4 == SEVEN else (
+            K_NATURAL if jok + two == 0 else K_MIXED)
+        closed_slots[owner, slot] += 1
+        state.closed_jokers[0, owner, slot] += jok
+        state.closed_twos[0, owner, slot] += two
+        state.closed_canastas[0, owner, kind] += 1
+        used += counts
     state.reserve_state[0] = RES_IN_HAND
     for seat, text in (reserves or {}).items():
         counts = parse_cards(text, f"reserves[{seat}]")

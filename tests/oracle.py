@@ -386,23 +386,35 @@ def _meld_actions(t: _Turn, final_phase: bool) -> set[str]:
     return out
 
 
+def _take_gate(state: Any, b: int, o: _Opts, player: int
+               ) -> tuple[int, list[int], list[int], bool, bool] | None:
+    """The pile-take preconditions shared by every rule set (C20, C21, C23 option, C25): ``None``
+    when no take is possible, else (top card, hand, the rest of the pile as counts without red
+    threes (C8: laid down, not replaced), side opened, pile frozen against the player)."""
+    pile = [int(x) for x in state.pile(b)]
+    if not pile or pile[-1] in (JK, TWO, R3, B3):  # C21
+        return None
+    hand = [int(x) for x in state.hands[b, player]]
+    opened = bool(state.opened[b, player % state.num_sides])
+    if o.take_needs_open and not opened:  # C23 option
+        return None
+    if o.forbid_single and sum(hand) == 1 and len(pile) == 1:  # C25
+        return None
+    rest = [0] * 15
+    for c in pile[:-1]:
+        if c != R3:
+            rest[c] += 1
+    return pile[-1], hand, rest, opened, bool(state.pile_frozen[b]) or not opened  # C20
+
+
 def _take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
     """Legal pile takes (C20-C25, C17, C19a) for the player to move in the draw phase."""
     side = player % state.num_sides
     owner = _owner(state, o, player)
-    pile = [int(x) for x in state.pile(b)]
-    if not pile:
+    gate = _take_gate(state, b, o, player)
+    if gate is None:
         return set()
-    top = pile[-1]
-    if top in (JK, TWO, R3, B3):  # C21
-        return set()
-    hand = [int(x) for x in state.hands[b, player]]
-    opened = bool(state.opened[b, side])
-    if o.take_needs_open and not opened:  # C23 option
-        return set()
-    if o.forbid_single and sum(hand) == 1 and len(pile) == 1:  # C25
-        return set()
-    frozen = bool(state.pile_frozen[b]) or not opened  # C20
+    top, hand, rest, opened, frozen = gate
     s = top - 4
     base = _Turn(
         o=o, hand=hand, nat=[int(x) for x in state.meld_naturals[b, owner, :11]],
@@ -410,10 +422,6 @@ def _take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
         b3=int(state.meld_naturals[b, owner, B3_SLOT]), needs_min=not opened,
         minimum=o.minimum(int(state.scores[b, side])), tv=0, credit=hand[:], took=True)
     has_meld = base.nat[s] + base.wild[s] > 0
-    rest = [0] * 15
-    for c in pile[:-1]:
-        if c != R3:  # C8: red threes in a taken pile are laid down, not replaced
-            rest[c] += 1
     shapes = [("TAKE_PILE_PAIR", [(top, 2)], 0)]  # C22/C23: frozen or not, new or joining
     if not frozen:
         if not has_meld:
@@ -834,27 +842,13 @@ def _cap_meld_actions(t: _Cap, final_phase: bool) -> set[str]:
 
 def _cap_take_actions(state: Any, b: int, o: _Opts, player: int) -> set[str]:
     """Legal pile takes under a meld cap (C20-C25, R2, R6, C17, P3, C19a)."""
-    side = player % state.num_sides
-    pile = [int(x) for x in state.pile(b)]
-    if not pile:
+    gate = _take_gate(state, b, o, player)
+    if gate is None:
         return set()
-    top = pile[-1]
-    if top in (JK, TWO, R3, B3):  # C21
-        return set()
-    hand = [int(x) for x in state.hands[b, player]]
-    opened = bool(state.opened[b, side])
-    if o.take_needs_open and not opened:  # C23 option
-        return set()
-    if o.forbid_single and sum(hand) == 1 and len(pile) == 1:  # C25
-        return set()
-    frozen = bool(state.pile_frozen[b]) or not opened  # C20
+    top, hand, rest, opened, frozen = gate
     base = _cap_of(state, b, o, player)
     base.needs_min, base.tv, base.credit, base.took = not opened, 0, hand[:], True
     s = top - 4
-    rest = [0] * 15
-    for c in pile[:-1]:
-        if c != R3:  # C8: red threes in a taken pile are laid down, not replaced
-            rest[c] += 1
     shapes = [("TAKE_PILE_PAIR", [(top, 2)])]  # C22/C23, R6: frozen or not, new or joining
     if not frozen and base.nat[s] == 0 and o.take_wild:  # R6: not in Railroad
         shapes += [("TAKE_PILE_NAT_JOKER", [(top, 1), (JK, 1)]),

@@ -48,6 +48,7 @@ from canasta_env.engine.layout import (
     P_RES_PICKUP,
     P_SEVEN_RULE,
     P_WLE,
+    PICKUP_IMMEDIATE,
     RES_DOWN,
     RES_IN_HAND,
     TF_NO,
@@ -60,7 +61,6 @@ CAP = 7
 SEVEN_SLOT = SEVEN - 4
 WILD_SLOT = 11
 ALL_KINDS = 15
-PICKUP_IMMEDIATE = 2
 
 
 @njit(cache=True, inline="always")
@@ -144,18 +144,23 @@ def owner_kinds(row, prm, owner):
     return have
 
 
+@njit(cache=True, inline="always")
+def _side_has_sevens(row, prm, side):
+    """Whether a side (any of its meld owners) has closed a sevens canasta."""
+    sides = prm[P_NSIDES]
+    for owner in range(side, prm[P_NOWNERS], sides):
+        if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
+            return True
+    return False
+
+
 @njit(cache=True)
 def sevens_blocked(row, prm):
     """R5, P4: no seven may be discarded until every side has a sevens canasta."""
     if prm[P_SEVEN_RULE] == 0:
         return False
-    sides = prm[P_NSIDES]
-    for side in range(sides):
-        has = False
-        for owner in range(side, prm[P_NOWNERS], sides):
-            if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
-                has = True
-        if not has:
+    for side in range(prm[P_NSIDES]):
+        if not _side_has_sevens(row, prm, side):
             return True
     return False
 
@@ -164,14 +169,9 @@ def sevens_blocked(row, prm):
 def _last_without_sevens(row, prm, player):
     """Whether the player's side is the only side without a sevens canasta (its own sevens
     canasta would then lift the seven rule, R5/P4)."""
-    sides = prm[P_NSIDES]
-    mine = player % sides
-    for side in range(sides):
-        has = False
-        for owner in range(side, prm[P_NOWNERS], sides):
-            if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
-                has = True
-        if has == (side == mine):
+    mine = player % prm[P_NSIDES]
+    for side in range(prm[P_NSIDES]):
+        if _side_has_sevens(row, prm, side) == (side == mine):
             return False
     return True
 

@@ -120,6 +120,7 @@ RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta"
 LAST_RED3_MODES = ("may_meld_no_discard", "end_immediately")
 EXH_MODES = ("forced_if_layoff", "forced_if_legal", "optional")
 PICKUP_MODES = ("none", "after_turn", "immediate")
+PICKUP_IMMEDIATE = PICKUP_MODES.index("immediate")  # P3: the foot joins at once
 SEVEN_RULES = ("none", "until_all_players", "until_each_side")
 
 

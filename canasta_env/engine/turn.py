@@ -84,6 +84,7 @@ from canasta_env.engine.layout import (
     PH_DRAW,
     PH_FINAL_MELD,
     PH_MELD,
+    PICKUP_IMMEDIATE,
     RES_DOWN,
     RES_IN_HAND,
     RES_SHOWN,
@@ -229,7 +230,7 @@ def reserve_trigger(row, prm):
     p = row[F_CUR]
     if closed == 0 or row[prm[O_RESSTATE] + p] != RES_DOWN:
         return 0
-    if prm[P_RES_PICKUP] == 2:
+    if prm[P_RES_PICKUP] == PICKUP_IMMEDIATE:
         events = join_reserve(row, prm, p)
         mark_sevens_only(row, prm)
         return events

@@ -211,6 +211,24 @@ def _cards(counts: dict[int, int]) -> str:
     return " ".join(" ".join([KIND_TOKENS[k]] * c) for k, c in sorted(counts.items()) if c)
 
 
+def _turn_so_far(rng: np.random.Generator, phase: str, hand: dict[int, int], opened: bool,
+                 meld_value: int) -> tuple[dict[str, Any], int]:
+    """Scenario arguments for a turn under way: whether the pile was taken and which hand cards
+    were held before (C17), and the value melded so far toward the minimum (C16)."""
+    kwargs: dict[str, Any] = {}
+    if phase == "meld":
+        kwargs["took_pile"] = took = bool(rng.random() < 0.4)
+        if took:  # cards held before the take (C17), a random part of the hand
+            kwargs["credit"] = _cards({k: int(rng.integers(0, c + 1)) for k, c in hand.items()})
+    if phase == "draw":
+        tv = 0
+    elif not opened:
+        tv = meld_value - (int(rng.integers(0, 4)) * 10 if kwargs.get("took_pile") else 0)
+    else:
+        tv = int(rng.integers(0, 20)) * 5
+    return kwargs, tv
+
+
 def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
     """A random mid-hand state for seat ``mover`` (see the module docstring)."""
     n, sides = rules.num_players, rules.num_sides
@@ -298,17 +316,7 @@ def random_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
             pile.append(k)
     elif rng.random() < 0.5 and take(3, 1):
         pile.append(3)
-    kwargs: dict[str, Any] = {}
-    if phase == "meld":
-        kwargs["took_pile"] = took = bool(rng.random() < 0.4)
-        if took:  # cards held before the take (C17), a random part of the hand
-            kwargs["credit"] = _cards({k: int(rng.integers(0, c + 1)) for k, c in hand.items()})
-    if phase == "draw":
-        tv = 0
-    elif not opened[side]:
-        tv = meld_value - (int(rng.integers(0, 4)) * 10 if kwargs.get("took_pile") else 0)
-    else:
-        tv = int(rng.integers(0, 20)) * 5
+    kwargs, tv = _turn_so_far(rng, phase, hand, bool(opened[side]), meld_value)
     mid_turn = phase != "draw" and not opened[side] and bool(meld_ranks.get(own))
     state = scenario(
         rules, hands, melds=melds, pile=" ".join(KIND_TOKENS[k] for k in pile),
@@ -510,17 +518,7 @@ def random_capped_scenario(rules: RuleSet, rng: np.random.Generator) -> State:
         if empty_stock and q == (mover + 1) % n:  # the stock is gone: the rest is held here
             held = {k: held.get(k, 0) + take(k, 999) for k in range(15) if k != 2}
         hands[q] = _cards(held)
-    kwargs: dict[str, Any] = {}
-    if phase == "meld":
-        kwargs["took_pile"] = took = bool(rng.random() < 0.4)
-        if took:  # cards held before the take (C17), a random part of the hand
-            kwargs["credit"] = _cards({k: int(rng.integers(0, c + 1)) for k, c in hand.items()})
-    if phase == "draw":
-        tv = 0
-    elif not opened[side]:
-        tv = meld_value - (int(rng.integers(0, 4)) * 10 if kwargs.get("took_pile") else 0)
-    else:
-        tv = int(rng.integers(0, 20)) * 5
+    kwargs, tv = _turn_so_far(rng, phase, hand, bool(opened[side]), meld_value)
     mid_turn = phase != "draw" and not opened[side] and bool(meld_ranks.get(own))
     new = [11 if r < 0 else r - 4 for r in meld_ranks.get(own, [])] if mid_turn else []
     state = scenario(
