@@ -61,8 +61,10 @@ from canasta_env.engine.layout import (
     F_SEED_HI,
     F_SEED_LO,
     P_EPISODE_GAME,
+    PART_NAMES,
 )
-from canasta_env.rules import RulesError, load_rules
+from canasta_env.rules import RulesError, RuleSet, load_rules
+from canasta_env.safe_yaml import decode_text, short_repr
 
 FORMAT = "canasta-hand-record"
 VERSION = 1
@@ -95,7 +97,8 @@ class HandRecord:
     deal_id: DealId | None = None  # the deal's address, with hand_number, when known
     hand_number: int = 0  # hands played in this game before this one
     episode: str = "hand"  # the episode mode the hand was played in ("hand" or "game")
-    game_result: int | None = None  # the game ended with this hand: winning side, -1 draw
+    game_result: int | None = None  # the game ended with this hand: winning side, -1 draw, -2 cut
+    # short by max_hands
     meta: dict[str, Any] = field(default_factory=dict)  # free-form (tournament round, ...)
 
     def __eq__(self, other: object) -> bool:
@@ -110,8 +113,9 @@ class HandRecord:
 
     def describe(self) -> str:
         """Short identification for messages: rules, deal address and hand number."""
-        where = f"deal {tuple(self.deal_id)}" if self.deal_id is not None else "explicit deal"
-        return f"{self.preset} {where} hand {self.hand_number}"
+        where = f"deal {short_repr(tuple(self.deal_id))}" if self.deal_id is not None \
+            else "explicit deal"
+        return f"{short_repr(self.preset, 40)[1:-1]} {where} hand {short_repr(self.hand_number)}"
 
     def to_json(self, names: bool = True) -> dict[str, Any]:
         """Plain JSON data; with ``names``, the action names too (they let a record replay after
@@ -141,6 +145,17 @@ class HandRecord:
 
 
 # ---- parsing -----------------------------------------------------------------------------------
+KEYS = frozenset({
+    "format", "version", "preset", "rules", "episode", "hand_number", "deal", "scores_before",
+    "seats", "actions", "action_names", "action_layout", "end", "went_out", "concealed",
+    "hand_scores", "score_parts", "scores_after", "game_result", "meta",
+})
+DEAL_KEYS = frozenset({"order", "dealer", "deal_id"})
+EPISODES = ("hand", "game")
+INT32 = (-(2**31), 2**31 - 1)  # scores live in the engine's int32 arrays
+MAX_LINE_BYTES = 10 << 20  # a record of a few thousand decisions is ~100 kB
+
+
 def _get(data: dict[str, Any], key: str, kind: type | tuple[type, ...], optional: bool = False) -> Any:
     if key not in data:
         if optional:
@@ -151,17 +166,29 @@ def _get(data: dict[str, Any], key: str, kind: type | tuple[type, ...], optional
         return None
     if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
         raise RecordError(f"key {key!r}: expected {getattr(kind, '__name__', kind)}, got "
-                          f"{type(value).__name__}")
+                          f"{type(value).__name__} {short_repr(value, 40)}")
     return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _ints(data: dict[str, Any], key: str, optional: bool = False) -> list[int] | None:
     value = _get(data, key, list, optional)
     if value is None:
         return None
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-        raise RecordError(f"key {key!r}: expected a list of integers")
+    if not all(_is_int(x) for x in value):
+        raise RecordError(f"key {key!r}: expected a list of integers, got {short_repr(value)}")
     return [int(x) for x in value]
+
+
+def _unknown_keys(data: dict[str, Any], known: frozenset[str], where: str) -> None:
+    unknown = sorted(map(short_repr, set(data) - known))
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise RecordError(f"{where}unknown key(s) {', '.join(unknown[:5])}{more}; known: "
+                          f"{', '.join(sorted(known))}")
 
 
 def _actions(data: dict[str, Any]) -> list[int]:
@@ -169,29 +196,34 @@ def _actions(data: dict[str, Any]) -> list[int]:
     names = _get(data, "action_names", list, optional=True)
     if names is not None and len(names) != len(actions):
         raise RecordError(f"{len(names)} action names for {len(actions)} actions")
+    if names is not None and not all(isinstance(n, str) for n in names):
+        raise RecordError(f"key 'action_names': expected a list of strings, got {short_repr(names)}")
     if data.get("action_layout") != ACTION_LAYOUT:  # written by another action layout
         if names is None:
-            raise RecordError(f"recorded with action layout {data.get('action_layout')!r}, this code "
-                              f"has {ACTION_LAYOUT!r}, and the record has no action names")
+            raise RecordError(f"recorded with action layout {short_repr(data.get('action_layout'))}, "
+                              f"this code has {ACTION_LAYOUT!r}, and the record has no action names")
         unknown = sorted({n for n in names if n not in ACTION_BY_NAME})
         if unknown:
-            raise RecordError(f"unknown action names {unknown} (another action layout)")
+            raise RecordError(f"unknown action names {short_repr(unknown)} (another action layout)")
         return [ACTION_BY_NAME[n] for n in names]
     for i, a in enumerate(actions):
         if not 0 <= a < NUM_ACTIONS:
-            raise RecordError(f"action #{i} = {a} is outside [0, {NUM_ACTIONS})")
+            raise RecordError(f"action #{i} = {short_repr(a)} is outside [0, {NUM_ACTIONS})")
         if names is not None and names[i] != ACTION_NAMES[a]:
             raise RecordError(f"action #{i} = {a} is {ACTION_NAMES[a]}, the record names it "
-                              f"{names[i]!r}")
+                              f"{short_repr(names[i])}")
     return actions
 
 
 def _deal(data: dict[str, Any]) -> tuple[ExplicitDeal, DealId | None]:
     deal = _get(data, "deal", dict)
+    _unknown_keys(deal, DEAL_KEYS, "deal: ")
     order = _get(deal, "order", list)
-    bad = [c for c in order if c not in KIND_BY_NAME]
+    bad = [c for c in order if not isinstance(c, str) or c not in KIND_BY_NAME]
     if bad:
-        raise RecordError(f"deal order: unknown card names {sorted(set(map(str, bad)))}")
+        names = sorted({short_repr(c, 20) for c in bad})
+        raise RecordError(f"deal order: unknown card names {', '.join(names[:5])}"
+                          f"{' ...' if len(names) > 5 else ''}")
     dealer = _get(deal, "dealer", int)
     deal_id = _ints(deal, "deal_id", optional=True)
     if deal_id is not None and len(deal_id) != 3:
@@ -204,27 +236,29 @@ def _parse(data: Any) -> HandRecord:
     if not isinstance(data, dict):
         raise RecordError(f"expected a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
-        raise RecordError(f"not a hand record: format {data.get('format')!r}, expected {FORMAT!r}")
-    if data.get("version") != VERSION:
-        raise RecordError(f"record version {data.get('version')!r} is not supported (this code reads "
+        raise RecordError(f"not a hand record: format {short_repr(data.get('format'))}, expected "
+                          f"{FORMAT!r}")
+    version = data.get("version")
+    if not _is_int(version) or version != VERSION:
+        raise RecordError(f"record version {short_repr(version)} is not supported (this code reads "
                           f"version {VERSION})")
+    _unknown_keys(data, KEYS, "")
     rules = _get(data, "rules", dict)
     try:
-        load_rules(rules)
+        ruleset = load_rules(rules)
     except RulesError as exc:
         raise RecordError(f"rules: {exc}") from None
+    _get(data, "preset", str, optional=True)
     end = _get(data, "end", str)
-    if end not in ENDS:
-        raise RecordError(f"end {end!r} is not one of {', '.join(ENDS)}")
     deal, deal_id = _deal(data)
     parts = _get(data, "score_parts", list, optional=True)
-    if parts is not None and not all(isinstance(p, list) and all(isinstance(x, int) for x in p)
+    if parts is not None and not all(isinstance(p, list) and all(_is_int(x) for x in p)
                                      for p in parts):
         raise RecordError("key 'score_parts': expected a list of lists of integers per side")
     seats = _get(data, "seats", list)
     if not all(isinstance(x, str) for x in seats):
-        raise RecordError("key 'seats': expected a list of strings")
-    return HandRecord(
+        raise RecordError(f"key 'seats': expected a list of strings, got {short_repr(seats)}")
+    record = HandRecord(
         rules=rules, deal=deal, scores_before=_ints(data, "scores_before") or [],
         seats=seats, actions=_actions(data), end=end,
         scores_after=_ints(data, "scores_after") or [],
@@ -235,6 +269,62 @@ def _parse(data: Any) -> HandRecord:
         episode=_get(data, "episode", str), game_result=_get(data, "game_result", int, optional=True),
         meta=_get(data, "meta", dict, optional=True) or {},
     )
+    check_record(record, ruleset)
+    if len(record.actions) > ruleset.max_steps_per_hand:
+        raise RecordError(f"{len(record.actions)} actions, more than the rules' max_steps_per_hand "
+                          f"{ruleset.max_steps_per_hand}")
+    return record
+
+
+def _in_range(key: str, value: Any, lo: int, hi: int) -> None:
+    if not _is_int(value) or not lo <= value <= hi:
+        raise RecordError(f"key {key!r}: {short_repr(value)} is not an integer in [{lo}, {hi}]")
+
+
+def _per(key: str, values: Any, count: int, what: str) -> None:
+    """``values`` is a list of ``count`` int32 integers, one per seat or side."""
+    if not isinstance(values, list) or len(values) != count:
+        raise RecordError(f"key {key!r}: expected {count} integers (one per {what}), got "
+                          f"{short_repr(values)}")
+    for x in values:
+        _in_range(key, x, *INT32)
+
+
+def check_record(record: HandRecord, rules: RuleSet) -> None:
+    """``RecordError`` unless the record's fields fit its rules: one seat label per player, one
+    score per side, seats, sides, hand number and deal address in range, integers within the
+    engine's int32 arrays. Whether the hand replays to what it says is ``replay``'s business."""
+    n, sides = rules.num_players, rules.num_sides
+    if not isinstance(record.seats, list) or len(record.seats) != n \
+            or not all(isinstance(x, str) for x in record.seats):
+        raise RecordError(f"key 'seats': expected {n} seat labels for {n} players ({rules.name}), "
+                          f"got {short_repr(record.seats)}")
+    for key in ("scores_before", "scores_after"):
+        _per(key, getattr(record, key), sides, "side")
+    if record.hand_scores is not None:
+        _per("hand_scores", record.hand_scores, sides, "side")
+    if record.score_parts is not None:
+        if not isinstance(record.score_parts, list) or len(record.score_parts) != sides:
+            raise RecordError(f"key 'score_parts': expected {sides} lists (one per side), got "
+                              f"{short_repr(record.score_parts)}")
+        for part in record.score_parts:
+            _per("score_parts", part, len(PART_NAMES), "score part")
+    _in_range("went_out", record.went_out, -1, n - 1)
+    if record.game_result is not None:
+        _in_range("game_result", record.game_result, -2, sides - 1)  # -2: stopped at max_hands
+    _in_range("hand_number", record.hand_number, 0, rules.max_hands)
+    _in_range("dealer", record.deal.dealer, 0, n - 1)
+    if record.deal_id is not None:
+        seed, row, index = record.deal_id
+        _in_range("deal_id seed", seed, 0, 2**64 - 1)
+        _in_range("deal_id row", row, 0, 2**31 - 1)
+        _in_range("deal_id index", index, 0, 2**31 - 1)
+    if record.end not in ENDS:
+        raise RecordError(f"end {short_repr(record.end)} is not one of {', '.join(ENDS)}")
+    if record.episode not in EPISODES:
+        raise RecordError(f"episode {short_repr(record.episode)} is not one of {', '.join(EPISODES)}")
+    if not isinstance(record.concealed, bool):
+        raise RecordError(f"key 'concealed': expected true or false, got {short_repr(record.concealed)}")
 
 
 # ---- files -------------------------------------------------------------------------------------
@@ -250,21 +340,51 @@ def write_records(path: str | Path, records: Iterable[HandRecord], *, names: boo
 
 def iter_records(path: str | Path) -> Iterator[HandRecord]:
     """Records of a JSON-lines file, one per non-blank line; ``RecordError`` names the file and
-    line of anything malformed."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    line of anything malformed: not UTF-8, over ``MAX_LINE_BYTES``, not a JSON object, a duplicate
+    key, numbers or nesting out of bounds, or a record that does not fit its rules (``_parse``)."""
+    if Path(path).is_dir():
+        raise RecordError(f"{path}: is a directory, not a record file")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise RecordError(f"{path}:{lineno}: line longer than {MAX_LINE_BYTES} bytes; not a "
+                                  "hand record")
+            try:
+                line = decode_text(raw, f"{path}:{lineno}", RecordError)
+            except RecordError as exc:  # decode_text names the line within ``raw``: always 1
+                raise RecordError(str(exc).replace(": line 1: ", ": ", 1)) from None
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                cut = "" if line.endswith("\n") else "; the file may have been cut short"
-                raise RecordError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column "
-                                  f"{exc.colno}){cut}") from None
-            try:
-                yield _parse(data)
+                yield _parse(_load_json(line))
             except RecordError as exc:
                 raise RecordError(f"{path}:{lineno}: {exc}") from None
+
+
+def _load_json(line: str) -> Any:
+    """One JSON value; ``RecordError`` for bad JSON, duplicate keys, integers too long to read and
+    nesting too deep for the parser."""
+    try:
+        return json.loads(line, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        cut = "" if line.endswith("\n") else "; the file may have been cut short"
+        raise RecordError(f"not valid JSON ({exc.msg} at column {exc.colno}){cut}") from None
+    except RecursionError:
+        raise RecordError("not a hand record: JSON nested too deeply") from None
+    except ValueError as exc:  # an integer over Python's 4300-digit conversion limit
+        raise RecordError(f"not valid JSON: {' '.join(str(exc).split())[:120]}") from None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; ``json`` would silently keep the last of two equal keys."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RecordError(f"duplicate key {short_repr(key)}")
+            seen.add(key)
+    return out
 
 
 def read_records(path: str | Path) -> list[HandRecord]:
@@ -276,14 +396,12 @@ def read_records(path: str | Path) -> list[HandRecord]:
 def start_state(record: HandRecord) -> State:
     """A batch of one at the start of the record's hand: its explicit deal, the game scores before
     it (and so each side's minimum, C16), played as a one-hand episode."""
-    rules = load_rules(record.rules)
     try:
+        rules = load_rules(record.rules)
+        check_record(record, rules)
         state = init_from_deals(rules, [record.deal], episode="hand")
     except ValueError as exc:
         raise RecordError(f"{record.describe()}: {exc}") from None
-    if len(record.scores_before) != state.num_sides:
-        raise RecordError(f"{record.describe()}: {len(record.scores_before)} scores_before for "
-                          f"{state.num_sides} sides")
     state.hand_number[0] = record.hand_number
     if record.deal_id is not None:  # so views and renders show the deal's address
         _set_deal_id(state, record.deal_id)
@@ -304,16 +422,18 @@ def _set_deal_id(state: State, deal_id: DealId) -> None:
 
 def replay_step(record: HandRecord, state: State, i: int) -> None:
     """Play the record's action ``i`` on ``state``; ``RecordError`` if it is not legal."""
-    action = int(record.actions[i])
+    action = record.actions[i]
     if state.terminated[0] or state.truncated[0]:
         raise RecordError(f"{record.describe()}: the hand is over after {i} actions, the record "
                           f"has {len(record.actions)}")
+    if not _is_int(action) or not 0 <= action < NUM_ACTIONS:
+        raise RecordError(f"{record.describe()}: action #{i} {short_repr(action)} (out of range) does "
+                          f"not replay: actions are integers in [0, {NUM_ACTIONS})")
     try:
         step_one(state, action)
     except IllegalActionError as exc:
-        name = ACTION_NAMES[action] if 0 <= action < NUM_ACTIONS else "out of range"
-        raise RecordError(f"{record.describe()}: action #{i} {action} ({name}) does not replay: "
-                          f"{exc}") from None
+        raise RecordError(f"{record.describe()}: action #{i} {action} ({ACTION_NAMES[action]}) does "
+                          f"not replay: {exc}") from None
 
 
 def replay(record: HandRecord) -> State:

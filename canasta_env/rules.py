@@ -12,10 +12,13 @@ that reads rules files.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from canasta_env.safe_yaml import load_yaml_mapping, parse_yaml_mapping, short_repr
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "upcard_policy": ("cover_and_freeze", "keep"),
@@ -39,6 +42,12 @@ SUPPORTED: dict[str, tuple[Any, ...]] = {
 DEFAULT_MELD_TABLE: tuple[tuple[int | None, int], ...] = (
     (None, 15), (0, 50), (1500, 90), (3000, 120)
 )
+MAX_TABLE_ROWS = 8  # the engine's parameter vector holds 8 rows (layout.P_MTAB_LO)
+TABLE_LOWER_RANGE = (-1_000_000, 1_000_000)  # game scores stay within +-target_score's bound
+TABLE_MINIMUM_RANGE = (0, 100_000)
+MAX_NAME_CHARS = 100
+MAX_DEPTH = 3  # a rules file nests mapping > initial_meld_table > row, no deeper
+_PRESET_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 def _default_hand_size(num_players: int) -> int:
@@ -150,11 +159,11 @@ class RuleSet:
                 f"{source}: expected a mapping of rule options, got {type(data).__name__}"
             )
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known, key=str)  # YAML keys need not be strings
+        unknown = sorted(map(short_repr, set(data) - known))  # keys need not be strings
         if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
             raise RulesError(
-                f"{source}: unknown rule option(s) {', '.join(map(repr, unknown))}; "
-                f"known options: {', '.join(sorted(known))}"
+                f"{source}: unknown rule option(s) {shown}; known options: {', '.join(sorted(known))}"
             )
         kwargs = dict(data)
         if "initial_meld_table" in kwargs:
@@ -165,31 +174,35 @@ class RuleSet:
             raise RulesError(str(exc).replace("<RuleSet>", source, 1)) from None
 
 
+def _is_int(value: Any, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
 def _parse_table(value: Any, source: str) -> tuple[tuple[int | None, int], ...]:
-    if not isinstance(value, (list, tuple)) or not value:
-        raise RulesError(
-            f"{source}: 'initial_meld_table' must be a non-empty list of [lower, minimum]"
-        )
+    """The rows of an ``initial_meld_table`` as a tuple of pairs, each bound within the range the
+    engine's int32 parameters hold; ``RulesError`` naming the bad row otherwise."""
+    if not isinstance(value, (list, tuple)) or not 0 < len(value) <= MAX_TABLE_ROWS:
+        raise RulesError(f"{source}: 'initial_meld_table' must be a list of 1 to {MAX_TABLE_ROWS} "
+                         f"rows [lower, minimum], got {short_repr(value)}")
     rows = []
     for row in value:
         if not isinstance(row, (list, tuple)) or len(row) != 2:
-            raise RulesError(f"{source}: 'initial_meld_table' row {row!r} is not [lower, minimum]")
+            raise RulesError(f"{source}: 'initial_meld_table' row {short_repr(row)} is not "
+                             "[lower, minimum]")
         lower, minimum = row
-        if lower is not None and (not isinstance(lower, int) or isinstance(lower, bool)):
-            raise RulesError(
-                f"{source}: 'initial_meld_table' lower bound {lower!r} is not an int or null"
-            )
-        if not isinstance(minimum, int) or isinstance(minimum, bool) or minimum < 0:
-            raise RulesError(
-                f"{source}: 'initial_meld_table' minimum {minimum!r} is not an int >= 0"
-            )
+        if lower is not None and not _is_int(lower, *TABLE_LOWER_RANGE):
+            raise RulesError(f"{source}: 'initial_meld_table' lower bound {short_repr(lower)} is not "
+                             f"null or an integer in {list(TABLE_LOWER_RANGE)}")
+        if not _is_int(minimum, *TABLE_MINIMUM_RANGE):
+            raise RulesError(f"{source}: 'initial_meld_table' minimum {short_repr(minimum)} is not "
+                             f"an integer in {list(TABLE_MINIMUM_RANGE)}")
         rows.append((lower, minimum))
     return tuple(rows)
 
 
 def _check(cond: bool, source: str, key: str, value: Any, what: str) -> None:
     if not cond:
-        raise RulesError(f"{source}: option {key!r} = {value!r} is invalid: {what}")
+        raise RulesError(f"{source}: option {key!r} = {short_repr(value)} is invalid: {what}")
 
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
@@ -227,19 +240,19 @@ _BOOLS = (
 def _validate(r: RuleSet, source: str) -> None:
     for key, (lo, hi) in _INT_RANGES.items():
         v = getattr(r, key)
-        _check(isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi, source, key, v,
-               f"expected an integer in [{lo}, {hi}]")
+        _check(_is_int(v, lo, hi), source, key, v, f"expected an integer in [{lo}, {hi}]")
     for key, (lo, hi) in _OPTIONAL_INT_RANGES.items():
         v = getattr(r, key)
-        _check(v is None or (isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi),
-               source, key, v, f"expected null or an integer in [{lo}, {hi}]")
+        _check(v is None or _is_int(v, lo, hi), source, key, v,
+               f"expected null or an integer in [{lo}, {hi}]")
     for key in _BOOLS:
         v = getattr(r, key)
         _check(isinstance(v, bool), source, key, v, "expected true or false")
     _check(r.partnerships is None or isinstance(r.partnerships, bool), source, "partnerships",
            r.partnerships, "expected null, true or false")
-    _check(isinstance(r.name, str) and bool(r.name), source, "name", r.name,
-           "expected a non-empty string")
+    _check(isinstance(r.name, str) and 0 < len(r.name) <= MAX_NAME_CHARS and r.name.isprintable(),
+           source, "name", r.name, f"expected a non-empty printable string of at most "
+           f"{MAX_NAME_CHARS} characters")
     for key, choices in CHOICES.items():
         v = getattr(r, key)
         _check(v in choices, source, key, v, f"expected one of {', '.join(choices)}")
@@ -248,9 +261,8 @@ def _validate(r: RuleSet, source: str) -> None:
         _check(v in supported, source, key, v,
                f"not implemented yet; supported: {', '.join(map(str, supported))}")
     go = r.go_out_requires
-    _check(go is None or go == "each_kind" or (isinstance(go, int) and not isinstance(go, bool)
-                                               and 0 <= go <= 4),
-           source, "go_out_requires", go, "expected null, an integer in [0, 4] or each_kind")
+    _check(go is None or go == "each_kind" or _is_int(go, 0, 4), source, "go_out_requires", go,
+           "expected null, an integer in [0, 4] or each_kind")
     four = r.canasta_kinds == "four"
     _check(four == (r.max_meld_size is not None), source, "canasta_kinds", r.canasta_kinds,
            "the four canasta kinds (R2, P2) come with max_meld_size: 7, and only with it")
@@ -271,7 +283,11 @@ def _validate(r: RuleSet, source: str) -> None:
         _check(r.num_players == 4 and r.partnerships is not False, source,
                "ask_partner", r.ask_partner, "asking the partner needs a 4-player partnership game")
     table = r.initial_meld_table
-    _check(isinstance(table, tuple) and len(table) > 0 and table[0][0] is None, source,
+    _check(isinstance(table, tuple), source, "initial_meld_table", table,
+           "expected a tuple of (lower, minimum) rows")
+    _check(table == _parse_table(table, source), source, "initial_meld_table", table,
+           "expected a tuple of (lower, minimum) tuples")
+    _check(table[0][0] is None, source,
            "initial_meld_table", table, "the first row's lower bound must be null (minus infinity)")
     lowers = [lo for lo, _ in table[1:]]
     ints = [x for x in lowers if isinstance(x, int)]
@@ -291,40 +307,49 @@ def preset_names() -> list[str]:
 def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) -> RuleSet:
     """Resolve a rule set from a preset name, a YAML file, a dict or a ``RuleSet``.
 
-    ``overrides`` replace single options (validated like file keys). Unknown keys and bad values
-    raise ``RulesError`` naming the key and the file.
+    ``overrides`` replace single options (validated like file keys). Unknown keys, bad values and
+    unreadable files (see ``canasta_env.safe_yaml``) raise ``RulesError`` naming the key and the
+    file.
     """
     if isinstance(spec, RuleSet):
         base, source = spec.to_dict(), f"<RuleSet {spec.name}>"
     elif isinstance(spec, dict):
         base, source = dict(spec), "<dict>"
-    else:
+    elif isinstance(spec, (str, Path)):
         base, source = _read_yaml(spec)
+    else:
+        raise RulesError(f"rules must be a preset name, a YAML file, a dict or a RuleSet, got "
+                         f"{type(spec).__name__} {short_repr(spec)}")
     base.update(overrides)
     if overrides:
         source += f" with overrides {sorted(overrides)}"
     return RuleSet.from_dict(base, source).resolved()
 
 
-def _read_yaml(spec: str | Path) -> tuple[dict[str, Any], str]:
-    import yaml
-
-    text_path = Path(spec)
-    if text_path.suffix in (".yaml", ".yml") or text_path.exists():
-        if not text_path.exists():
-            raise RulesError(f"{text_path}: rules file not found")
-        text, source = text_path.read_text(), str(text_path)
-    else:
-        name = str(spec)
-        res = resources.files("canasta_env") / "presets" / f"{name}.yaml"
-        if not res.is_file():
-            raise RulesError(f"unknown rules preset {name!r}; presets: {', '.join(preset_names())}")
-        text, source = res.read_text(), f"preset {name} ({name}.yaml)"
+def _is_file_spec(spec: str | Path) -> bool:
+    """Whether ``spec`` names a file rather than a preset: a Path, a ``.yaml``/``.yml`` name, a
+    name with a directory part, or anything that exists on disk."""
+    if isinstance(spec, Path) or spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec:
+        return True
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise RulesError(f"{source}: not valid YAML: {exc}") from exc
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise RulesError(f"{source}: expected a mapping of rule options at the top level")
-    return data, source
+        return Path(spec).exists()
+    except (OSError, ValueError):  # a name too long for the OS, a NUL byte
+        return False
+
+
+def _read_yaml(spec: str | Path) -> tuple[dict[str, Any], str]:
+    """The options of a rules file or a shipped preset, and the name messages give them."""
+    if isinstance(spec, str) and not spec.strip():
+        raise RulesError(f"empty rules name {spec!r}; give a preset ({', '.join(preset_names())}) "
+                         "or a YAML file")
+    if _is_file_spec(spec):
+        return load_yaml_mapping(spec, "rule options", error=RulesError, string_keys=False,
+                                 max_depth=MAX_DEPTH), str(spec)
+    name = str(spec)
+    res = resources.files("canasta_env") / "presets" / f"{name}.yaml"
+    if not _PRESET_NAME.fullmatch(name) or not res.is_file():
+        raise RulesError(f"unknown rules preset {short_repr(name)} (and no such file); presets: "
+                         f"{', '.join(preset_names())}")
+    source = f"preset {name} ({name}.yaml)"
+    return parse_yaml_mapping(res.read_bytes(), source, "rule options", error=RulesError,
+                              string_keys=False, max_depth=MAX_DEPTH), source

@@ -3,8 +3,8 @@
     python scripts/bench_train.py [--config configs/train/ppo_classic_2p.yaml] [--steps 200000]
                                   [--field value ...]
 
-Runs ``train.ppo.train`` itself (the same VecEnv, MaskablePPO, ``RunCallback``, logger and final
-checkpoint as ``canasta train``) on a budget of ``--steps`` learner steps in a temporary run
+Runs ``train.ppo.train`` itself (the same VecEnv, MaskablePPO, ``run_callback.RunCallback``, logger
+and final checkpoint as ``canasta train``) on a budget of ``--steps`` learner steps in a temporary run
 directory, with evaluation and periodic checkpoints pushed past the budget (they are occasional
 costs, reported by ``canasta train`` itself). ``RunCallback`` is swapped for a subclass that times
 each phase of SB3's loop:
@@ -34,14 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from train import ppo  # noqa: E402
+from train import ppo, run_callback  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "configs" / "train" / "ppo_classic_2p.yaml"
 SPEED_FIELDS = ("rules", "opponent", "num_envs", "n_steps", "batch_size", "n_epochs", "net_arch",
                 "torch_threads")
 
 
-class TimedRunCallback(ppo.RunCallback):
+class TimedRunCallback(run_callback.RunCallback):
     """``RunCallback`` plus wall-clock timers around SB3's collection and update phases."""
 
     timings: dict[str, Any] = {}
@@ -80,14 +80,14 @@ class TimedRunCallback(ppo.RunCallback):
 
 def bench(args: ppo.TrainArgs) -> dict[str, Any]:
     """Train on ``args`` (its budget) and return the timing figures."""
-    original = ppo.RunCallback
-    ppo.RunCallback = TimedRunCallback  # type: ignore[misc]
+    original = run_callback.RunCallback
+    run_callback.RunCallback = TimedRunCallback  # type: ignore[misc]
     try:
         start = time.perf_counter()
         ppo.train(args)
         wall = time.perf_counter() - start
     finally:
-        ppo.RunCallback = original  # type: ignore[misc]
+        run_callback.RunCallback = original  # type: ignore[misc]
     t = TimedRunCallback.timings
     total = t["collect_s"] + t["update_s"]
     return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -33,6 +34,9 @@ def _version() -> str:
         return "unknown"
 
 
+DEBUG_HELP = "show the full traceback of errors (also CANASTA_DEBUG=1)"
+
+
 class _VersionAction(argparse.Action):
     """``--version`` that looks the version up only when asked."""
 
@@ -51,10 +55,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="canasta", description="canasta-rl: a fast vectorized Canasta engine for reinforcement "
         "learning. Run `canasta COMMAND --help` for a command's options.")
     parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(cmd)
@@ -63,17 +69,35 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console-script entry point (``canasta = train.cli:main``); returns the exit status."""
+    """Console-script entry point (``canasta = train.cli:main``); returns the exit status.
+
+    A user's mistake (a ``ValueError`` such as ``RulesError``, ``RecordError`` or ``CheckpointError``,
+    or an ``OSError`` about a path) ends with one line ``canasta CMD: error: ...`` and status 2, like
+    argparse's own errors; other exceptions are bugs and keep their traceback. ``--debug`` or
+    ``CANASTA_DEBUG=1`` shows the traceback of user errors too.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
+    debug = args.debug or os.environ.get("CANASTA_DEBUG", "") not in ("", "0")
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except (ValueError, OSError) as exc:
+        if debug:
+            raise
+        print(f"canasta {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def one_line(exc: BaseException, limit: int = 800) -> str:
+    """An exception's message on one line, at most ``limit`` characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 if __name__ == "__main__":

@@ -361,17 +361,12 @@ def build_seats(rules: Any, humans: Sequence[int], opponent: str, partner: str |
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta play``."""
-    from canasta_env.rules import RulesError, load_rules
+    from canasta_env.rules import load_rules
 
-    try:
-        rules = load_rules(args.rules)
-        seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partner)
-    except (RulesError, ValueError, OSError) as exc:
-        print(f"canasta play: {exc}", file=sys.stderr)
-        return 2
     if args.hands is not None and args.hands < 1:
-        print("canasta play: --hands must be at least 1", file=sys.stderr)
-        return 2
+        raise ValueError("--hands must be at least 1")
+    rules = load_rules(args.rules)
+    seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partner)
     if args.partner and not rules.partnerships:
         print(f"canasta play: --partner ignored: {rules.name} has no partnerships", file=sys.stderr)
     seed = secrets.randbelow(2**31) if args.seed is None else args.seed

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import random
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.checkpoint import kill_point
+from canasta_env.safe_yaml import short_repr
 
 
 @dataclass
@@ -56,27 +54,67 @@ class TrainArgs:
     latest_ratio: float = 0.5  # selfplay: share of episodes against the latest policy
 
 
-def load_args(config: str | None, overrides: dict[str, Any]) -> TrainArgs:
-    """``TrainArgs`` from a YAML file and flag overrides; unknown keys are errors naming the file."""
-    import yaml
+def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
+    """The training options a YAML file and the flags give (flags win), checked by name and type;
+    errors name ``where``, else the file (``<flags>`` for the command line)."""
+    from train.config_file import read_mapping
 
-    data: dict[str, Any] = {}
-    if config:
-        loaded = yaml.safe_load(Path(config).read_text()) or {}
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{config}: expected a mapping of training options")
-        data.update(loaded)
+    data: dict[str, Any] = read_mapping(config, "training options") if config else {}
     data.update({k: v for k, v in overrides.items() if v is not None})
+    _check_types(data, where or config or "<flags>")
+    return data
+
+
+def load_args(config: str | None, overrides: dict[str, Any], source: str | None = None) -> TrainArgs:
+    """``TrainArgs`` from a YAML file and flag overrides, every value checked (``ValueError``
+    naming the file or ``source``)."""
+    where = source or config or "<flags>"
+    data = read_options(config, overrides, where)
+    args = TrainArgs(**data)
+    _check_ranges(args, where)
+    return args
+
+
+def _check_types(data: dict[str, Any], where: str) -> None:
     known = {f.name for f in dataclasses.fields(TrainArgs)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(str(k) for k in set(data) - known)
     if unknown:
-        raise ValueError(f"{config or '<flags>'}: unknown training option(s) {unknown}; "
-                         f"known: {sorted(known)}")
+        raise ValueError(f"{where}: unknown training option(s) {short_repr(unknown)}; "
+                         f"known: {', '.join(sorted(known))}")
     for f in dataclasses.fields(TrainArgs):
         if f.name in data and not _fits(data[f.name], str(f.type)):
-            raise ValueError(f"{config or '<flags>'}: training option {f.name!r} = {data[f.name]!r} "
+            raise ValueError(f"{where}: training option {f.name!r} = {short_repr(data[f.name])} "
                              f"is not a {f.type}")
-    return TrainArgs(**data)
+
+
+# field -> (low, high, what): inclusive bounds every run must respect
+_RANGES: dict[str, tuple[float, float]] = {
+    "total_timesteps": (0, 10**12), "num_envs": (1, 1 << 20), "n_steps": (1, 1 << 20),
+    "batch_size": (1, 1 << 24), "n_epochs": (1, 10_000), "learning_rate": (0.0, 10.0),
+    "gamma": (0.0, 1.0), "gae_lambda": (0.0, 1.0), "ent_coef": (0.0, 100.0), "clip_range": (0.0, 10.0),
+    "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
+    "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
+    "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
+}
+MAX_LAYERS, MAX_UNITS = 16, 8192
+
+
+def _check_ranges(args: TrainArgs, where: str) -> None:
+    import math
+
+    for name, (low, high) in _RANGES.items():
+        value = getattr(args, name)
+        if isinstance(value, float) and not math.isfinite(value) or not low <= value <= high:
+            raise ValueError(f"{where}: training option {name!r} = {short_repr(value)} is outside "
+                             f"[{low}, {high}]")
+    if args.learning_rate <= 0 or args.clip_range <= 0 or args.gamma <= 0:
+        raise ValueError(f"{where}: learning_rate, clip_range and gamma must be positive")
+    if not 1 <= len(args.net_arch) <= MAX_LAYERS or not all(1 <= u <= MAX_UNITS for u in args.net_arch):
+        raise ValueError(f"{where}: net_arch = {short_repr(args.net_arch)}: want 1 to {MAX_LAYERS} layers "
+                         f"of 1 to {MAX_UNITS} units")
+    if not args.eval_opponents or not args.run_dir:
+        raise ValueError(f"{where}: eval_opponents and run_dir must not be empty")
+
 
 
 def _fits(value: Any, kind: str) -> bool:
@@ -100,7 +138,14 @@ def _bool(text: str) -> bool:
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """One ``--field`` flag per ``TrainArgs`` field (overrides the config file)."""
     parser.add_argument("--config", help="YAML file of TrainArgs fields")
-    parser.add_argument("--resume", action="store_true", help="continue from the run's latest checkpoint")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --run_dir from its latest checkpoint (its config.json "
+                        "is the base; the config file and flags override it)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the run already in --run_dir and start afresh")
+    parser.add_argument("--strict-resume", action="store_true",
+                        help="with --resume: fail if the latest checkpoint is damaged instead of "
+                        "falling back to the previous intact one")
     for f in dataclasses.fields(TrainArgs):
         kind = str(f.type)
         if kind.startswith("list"):
@@ -116,9 +161,18 @@ add_arguments = add_flags
 
 def run_command(ns: argparse.Namespace, selfplay: bool = False) -> int:
     """Shared entry point of ``canasta train`` and ``canasta selfplay``."""
-    skip = {"config", "resume", "command", "_run"}
+    from train.run_dir import read_config
+
+    skip = {"config", "resume", "overwrite", "strict_resume", "command", "debug", "_run"}
     overrides = {k: v for k, v in vars(ns).items() if k not in skip}
-    train(load_args(ns.config, overrides), resume=ns.resume, selfplay=selfplay)
+    given = read_options(ns.config, overrides)
+    args = load_args(None, given, source=ns.config)
+    if ns.resume:  # the stored config is the base; the config file and the flags override it
+        stored = Path(args.run_dir) / "config.json"
+        args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
+    run = train(args, resume=ns.resume, selfplay=selfplay, overwrite=ns.overwrite,
+                strict_resume=ns.strict_resume)
+    print(f"run directory: {run}")
     return 0
 
 
@@ -127,61 +181,70 @@ def run(ns: argparse.Namespace) -> int:
     return run_command(ns)
 
 
-def train(args: TrainArgs, resume: bool = False, selfplay: bool = False) -> Path:
+def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, overwrite: bool = False,
+          strict_resume: bool = False) -> Path:
     """Run (or continue) a training run; returns the run directory. With ``selfplay`` the
-    opponent is a pool of the learner's latest policy and its past snapshots."""
+    opponent is a pool of the learner's latest policy and its past snapshots.
+
+    The run directory is locked for the whole run; a folder that already holds a run needs
+    ``resume`` or ``overwrite`` (``train.run_dir``), and nothing is written before those checks.
+    """
+    from canasta_env.rules import load_rules
+    from train.run_dir import check_run, open_run, write_config
+
+    rules = load_rules(args.rules)
+    run = Path(args.run_dir)
+    check_run(run, resume=resume, overwrite=overwrite)  # fail fast, before the slow imports
+
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.logger import Logger, make_output_format
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents import make_agent
-    from canasta_env.rules import load_rules
     from canasta_env.sb3_env import CanastaVecEnv
+    from train import run_callback
+    from train.progress_log import AppendingCSV
 
     torch.set_num_threads(args.torch_threads)
-    rules = load_rules(args.rules)
-    run = Path(args.run_dir)
-    run.mkdir(parents=True, exist_ok=True)
-    if not (run / "config.json").exists():
-        (run / "config.json").write_text(json.dumps(dataclasses.asdict(args), indent=1))
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    pool = None
-    if selfplay:
-        from agents.learned import PolicyAgent
-        from agents.pool import PoolAgent
+    opponent: Any = None if selfplay else make_agent(args.opponent, rules)
+    with open_run(run, resume=resume, overwrite=overwrite):
+        write_config(run, dataclasses.asdict(args))
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+        pool = None
+        if selfplay:
+            from agents.learned import PolicyAgent
+            from agents.pool import PoolAgent
 
-        pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
-                         args.pool_size)
-        opponent: Any = pool
-    else:
-        opponent = make_agent(args.opponent, rules)
-    venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
-    venv.seed(args.seed)
-    env = VecMonitor(venv)
-    model = MaskablePPO(
-        "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
-        n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
-        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
-        policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device="cpu", verbose=0)
-    if pool is not None:
-        pool.members[0].policy = model.policy  # type: ignore[attr-defined]
-    if resume:
-        restore(model, run, rules, pool)
-        # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
-        venv.seed(args.seed + model.num_timesteps)
-        model._last_obs = None  # type: ignore[assignment]
-    suffix = f"-{model.num_timesteps}" if model.num_timesteps else ""  # a resume keeps older CSVs
-    model.set_logger(Logger(str(run / "tb"), [make_output_format(f, str(run / "tb"), suffix)
-                                              for f in ("tensorboard", "csv")]))
-    _install_kill_points(model)
-    callback = RunCallback(args, rules, run, pool)
-    remaining = max(0, args.total_timesteps - model.num_timesteps)
-    model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
-                progress_bar=args.progress)
-    callback.checkpoint(model)
+            pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
+                             args.pool_size)
+            opponent = pool
+        venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
+        venv.seed(args.seed)
+        env = VecMonitor(venv)
+        model = MaskablePPO(
+            "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
+            n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
+            gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
+            policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device="cpu", verbose=0)
+        if pool is not None:
+            pool.members[0].policy = model.policy  # type: ignore[attr-defined]
+        if resume:
+            restore(model, run, rules, pool, strict=strict_resume)
+            # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
+            venv.seed(args.seed + model.num_timesteps)
+            model._last_obs = None  # type: ignore[assignment]
+        tb = str(run / "tb")
+        model.set_logger(Logger(tb, [make_output_format("tensorboard", tb), AppendingCSV(run / "tb" /
+                                                                                          "progress.csv")]))
+        _install_kill_points(model)
+        callback = run_callback.RunCallback(args, rules, run, pool)
+        remaining = max(0, args.total_timesteps - model.num_timesteps)
+        model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
+                    progress_bar=args.progress)
+        callback.checkpoint(model)
     return run
 
 
@@ -201,18 +264,19 @@ def _install_kill_points(model: Any) -> None:
     optimizer.step = step
 
 
-def restore(model: Any, run: Path, rules: Any, pool: Any = None) -> None:
-    """Load the latest complete checkpoint into ``model`` (weights, optimizer, counters, RNG)."""
+def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False) -> None:
+    """Load the checkpoint a resume continues from (``train.run_dir.resume_checkpoint``: the latest
+    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG."""
     from agents.checkpoint import (
         current_layout,
-        latest_checkpoint,
         load_checkpoint,
         remove_partial_checkpoints,
         restore_rng_state,
     )
+    from train.run_dir import resume_checkpoint
 
     remove_partial_checkpoints(run)
-    path = latest_checkpoint(run)
+    path = resume_checkpoint(run, strict=strict)
     if path is None:
         return
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
@@ -226,97 +290,3 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None) -> None:
 
         for name in ckpt.state.get("opponent_pool", []):
             pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
-
-
-class RunCallback(BaseCallback):
-    """Logs Canasta statistics, evaluates on fixed deals and writes checkpoints."""
-
-    def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None) -> None:
-        super().__init__()
-        self.args, self.rules, self.run, self.pool = args, rules, run, pool
-        self.last_ckpt = self.last_eval = self.last_snapshot = 0
-        self.started = time.perf_counter()
-        self.start_steps = 0
-        self.margins: list[float] = []
-
-    def _on_training_start(self) -> None:
-        self.start_steps = self.model.num_timesteps
-        self.last_ckpt = self.last_eval = self.last_snapshot = self.model.num_timesteps
-
-    def _on_step(self) -> bool:
-        kill_point("rollout")
-        for info, done, reward in zip(self.locals["infos"], self.locals["dones"],
-                                      self.locals["rewards"], strict=True):
-            if done and not info.get("illegal_action"):
-                self.margins.append(float(reward))
-        steps = self.model.num_timesteps
-        if steps - self.last_eval >= self.args.eval_every:
-            self.evaluate()
-            self.last_eval = steps
-        if steps - self.last_ckpt >= self.args.checkpoint_every:
-            self.checkpoint(self.model)
-            self.last_ckpt = steps
-        if self.pool is not None and steps - self.last_snapshot >= self.args.snapshot_every:
-            self.snapshot()
-            self.last_snapshot = steps
-        return True
-
-    def snapshot(self) -> None:
-        """Freeze a copy of the current policy into the opponent pool and write the checkpoint
-        it is reloaded from on resume (that checkpoint lists the pool with itself in it)."""
-        import copy
-
-        from agents.checkpoint import checkpoint_name
-        from agents.learned import PolicyAgent
-
-        frozen = copy.deepcopy(self.model.policy).eval()
-        self.pool.add(PolicyAgent(frozen, deterministic=False), checkpoint_name(self.model.num_timesteps))
-        self.checkpoint(self.model)
-        self.logger.record("selfplay/pool_size", len(self.pool.past))
-
-    def _on_rollout_end(self) -> None:
-        if self.margins:
-            arr = np.asarray(self.margins)
-            self.logger.record("canasta/final_reward_mean", float(arr.mean()))
-            self.logger.record("canasta/win_rate", float((arr > 0).mean()))
-            self.margins.clear()
-        secs = time.perf_counter() - self.started
-        self.logger.record("canasta/steps_per_s", (self.model.num_timesteps - self.start_steps) / secs)
-
-    def evaluate(self) -> dict[str, dict[str, float]]:
-        """Deterministic policy against each evaluation opponent on the fixed deal set."""
-        from agents import make_agent
-        from agents.learned import PolicyAgent
-        from agents.match import play_match
-
-        me = PolicyAgent(self.model.policy, deterministic=True)
-        deals: Any = self.args.eval_deals
-        if self.args.eval_deal_set is not None:
-            from canasta_env.deal_sets import load_deal_set
-
-            deals = load_deal_set(self.args.eval_deal_set, self.rules).deals(range(self.args.eval_deals))
-        results = {}
-        for name in self.args.eval_opponents:
-            record_to = Path(self.args.run_dir) / "eval_records.jsonl" if self.args.eval_records else None
-            summary = play_match(self.rules, me, make_agent(name, self.rules), deals,
-                                 seed=self.args.eval_seed, record_to=record_to,
-                                 labels=(f"policy@{self.model.num_timesteps}", name)).summary()
-            for key in ("mean_margin", "win_rate", "went_out", "opened"):
-                self.logger.record(f"eval_{name}/{key}", summary[key])
-            results[name] = summary
-        return results
-
-    def checkpoint(self, model: Any) -> Path:
-        from agents.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
-
-        state = {"num_timesteps": int(model.num_timesteps),
-                 "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state(),
-                 "opponent_pool": self.pool.past if self.pool is not None else []}
-        from canasta_env.learner import default_reward_scale
-
-        config = dict(dataclasses.asdict(self.args), reward_scale=default_reward_scale(self.rules))
-        meta = build_meta(config=config, rules=self.rules, policy=model.policy)
-        return save_checkpoint(self.run, checkpoint_name(model.num_timesteps),
-                               policy_state=model.policy.state_dict(),
-                               optimizer_state=model.policy.optimizer.state_dict(),
-                               state=state, meta=meta)

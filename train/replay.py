@@ -94,36 +94,37 @@ def _outcome(record: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Entry point of ``canasta replay``."""
+    """Entry point of ``canasta replay``. A file that cannot be read as records, or a bad flag,
+    raises (``RecordError``, ``ValueError``, ``OSError``): the ``canasta`` command prints it on one
+    line and exits with status 2. A record that reads but does not replay is reported here, on one
+    line, with status 1."""
     from canasta_env.records import RecordError, read_records
 
-    console = Console(highlight=False)
-    try:
-        view = _view(args.view)
-        records = read_records(args.file)
-    except (RecordError, ValueError, OSError) as exc:
-        print(f"canasta replay: {exc}", file=sys.stderr)
-        return 2
+    view = _view(args.view)
+    records = read_records(args.file)
     total = len(records)
     numbers = list(range(1, total + 1)) if args.hand is None else [args.hand]
-    if not records or not all(1 <= k <= total for k in numbers):
-        print(f"canasta replay: {args.file} holds {total} hand(s); no hand {args.hand}", file=sys.stderr)
-        return 2
-    replayer = Replayer(console, view, wait=not args.all)
+    if not records:
+        raise ValueError(f"{args.file} holds no hand records")
+    if not all(1 <= k <= total for k in numbers):
+        raise ValueError(f"{args.file} holds {total} hand(s); no hand {args.hand}")
+    replayer = Replayer(Console(highlight=False), view, wait=not args.all)
     for k in numbers:
         try:
             if not replayer.show(records[k - 1], k, total):
                 return 0
         except (RecordError, ValueError) as exc:
-            print(f"canasta replay: {args.file} hand {k}: {exc}", file=sys.stderr)
+            print(f"canasta replay: error: {args.file} hand {k}: {' '.join(str(exc).split())}",
+                  file=sys.stderr)
             return 1
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="canasta replay", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    """``python -m train.replay``: the same as ``canasta replay`` (errors on one line, status 2)."""
+    from train.cli import main as canasta
+
+    return canasta(["replay", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ and ends with the same numbers as an uninterrupted one. Statistics are in ``trai
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
@@ -28,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
+from train.folder_lock import FolderLock
 
 FORMAT = "canasta-tournament"
 DEALS_PER_UNIT = 1024  # deals per unit of work (the resume granularity), all seatings of each
@@ -294,6 +296,9 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         plots: bool = True) -> Any:
     """Play a tournament and return its ``TournamentResult`` (see the module docstring).
 
+    The ``out`` folder is locked for the whole tournament (``train.folder_lock``): a second
+    tournament on it fails at once naming the holder's PID.
+
     Args:
         rules: preset name, YAML path or ``RuleSet``.
         entrants: agent names (``random``, ``greedy``, ``heuristic``), checkpoint or run folders, or
@@ -316,11 +321,15 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     """
     from canasta_env.deal_sets import load_deal_set
     from canasta_env.engine import DealId
-    from train.tournament_report import summarize
 
     rules = load_rules(rules)
     if records and out is None:
         raise ValueError("records are written into the output folder: give --out")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"{out}: --out must be a folder, and this is a file")
+    lock = FolderLock(out, "tournament folder") if out is not None else None
+    if lock is not None:
+        lock.probe()
     people = build_entrants(rules, entrants)
     labels = [e.label for e in people]
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
@@ -352,6 +361,18 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     all_labels = labels + ([f"partner:{partners}"] if partners else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
+    with lock if lock is not None else contextlib.nullcontext():
+        return _play(rules, config, plan, agents, all_labels, units, deal_source, refs, seed, records,
+                     out, ladder, progress, plots)
+
+
+def _play(rules: RuleSet, config: TournamentConfig, plan: Plan, agents: list[Any], all_labels: list[str],
+          units: list[tuple[int, npt.NDArray[np.int64]]], deal_source: Any, refs: Any, seed: int,
+          records: bool, out: str | Path | None, ladder: str | Path | None, progress: bool,
+          plots: bool) -> Any:
+    """The body of ``run`` once the tournament is laid out (and its folder locked)."""
+    from train.tournament_report import summarize
+
     log = HandLog(Path(out), config, plan.sides, all_labels) if out is not None else None
     done: dict[tuple[int, int], list[dict[str, str]]] = {}
     if log is not None:

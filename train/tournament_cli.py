@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from canasta_env.safe_yaml import short_repr
+
 # option -> (default, type): the flags' defaults, and what a --config file may hold
 OPTIONS: dict[str, tuple[Any, type]] = {
     "rules": ("classic_2p", str), "agents": (None, list), "hands": (2000, int), "duplicate": (False, bool),
@@ -52,23 +54,19 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     the wrong type are errors naming the file."""
     values = {key: default for key, (default, _) in OPTIONS.items()}
     if args.config:
-        import yaml
+        from train.config_file import read_mapping
 
         path = Path(args.config)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise ValueError(f"{path}: cannot read the tournament config ({e})") from e
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of tournament options")
+        data = read_mapping(path, "tournament options")
         for key, value in data.items():
             name = str(key).replace("-", "_")
             if name not in OPTIONS:
-                raise ValueError(f"{path}: unknown tournament option {key!r}; known: {', '.join(OPTIONS)}")
+                raise ValueError(f"{path}: unknown tournament option {short_repr(key)}; "
+                                 f"known: {', '.join(OPTIONS)}")
             kind = OPTIONS[name][1]
             if not _fits(value, kind):
-                raise ValueError(f"{path}: tournament option {key!r} = {value!r} is not of type "
-                                 f"{kind.__name__}")
+                raise ValueError(f"{path}: tournament option {short_repr(key)} = {short_repr(value)} "
+                                 f"is not of type {kind.__name__}")
             values[name] = value
     for name in OPTIONS:
         given = getattr(args, name)
@@ -76,7 +74,17 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
             values[name] = given
     if not values["agents"]:
         raise ValueError("no entrants: give --agents, or agents: in the --config file")
+    for name, (low, high) in RANGES.items():
+        value = values[name]
+        if value is not None and not low <= value <= high:  # NaN fails both comparisons
+            raise ValueError(f"--{name.replace('_', '-')} {value}: want a value in [{low}, {high}]")
     return values
+
+
+# option -> inclusive bounds (hands: 10^8 is 100k units of work; seeds name DealIds)
+RANGES: dict[str, tuple[float, float]] = {"hands": (1, 10**8), "resamples": (1, 100_000),
+                                          "seed": (0, 2**63 - 1), "target_margin": (1e-6, 1e6)}
+
 
 
 def _fits(value: Any, kind: type) -> bool:
@@ -93,16 +101,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the tournament the options describe and print its tables."""
     from train.tournament import run as run_tournament
 
-    try:
-        o = options(args)
-        result = run_tournament(o["rules"], o["agents"], o["hands"], duplicate=o["duplicate"], vs=o["vs"],
-                                partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
-                                resamples=o["resamples"], target_margin=o["target_margin"],
-                                records=o["records"], ladder=o["ladder"], progress=True,
-                                plots=not o["no_plots"])
-    except ValueError as e:
-        print(f"canasta tournament: {e}")
-        return 2
+    o = options(args)
+    result = run_tournament(o["rules"], o["agents"], o["hands"], duplicate=o["duplicate"], vs=o["vs"],
+                            partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
+                            resamples=o["resamples"], target_margin=o["target_margin"],
+                            records=o["records"], ladder=o["ladder"], progress=True,
+                            plots=not o["no_plots"])
     result.print_tables()
     if o["out"]:
         print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "

@@ -205,7 +205,7 @@ def test_cli_writes_tables_files_and_plots(tmp_path, capsys):
     for record in records[:5]:
         replay(record)
     assert cli_main(["tournament", "--agents", "random", "nonesuch", "--hands", "2"]) == 2
-    assert "unknown agent 'nonesuch'" in capsys.readouterr().out
+    assert "canasta tournament: error: unknown agent 'nonesuch'" in capsys.readouterr().err
 
 
 def test_outcome_statistics_match_the_hands():
@@ -259,12 +259,12 @@ def test_cli_reads_a_config_file_that_flags_override(tmp_path, capsys):
     assert not (tmp_path / "res" / "ratings.png").exists()
     config.write_text("agents: [random, greedy]\nhandz: 10\n")
     assert cli_main(["tournament", "--config", str(config)]) == 2
-    assert "unknown tournament option 'handz'" in capsys.readouterr().out
+    assert "unknown tournament option 'handz'" in capsys.readouterr().err
     config.write_text("agents: [random, greedy]\nhands: many\n")
     assert cli_main(["tournament", "--config", str(config)]) == 2
-    assert "'hands' = 'many' is not of type int" in capsys.readouterr().out
+    assert "'hands' = 'many' is not of type int" in capsys.readouterr().err
     assert cli_main(["tournament", "--hands", "4"]) == 2
-    assert "no entrants" in capsys.readouterr().out
+    assert "no entrants" in capsys.readouterr().err
 
 
 def test_shipped_tournament_config_is_valid():

@@ -1,0 +1,106 @@
+"""Exclusive locks on output folders (run directories, tournament ``--out``): one writer at a time.
+
+The lock is an OS advisory lock (``flock`` on POSIX, ``msvcrt.locking`` on Windows) on the file
+``<folder>/.lock``, so the kernel releases it when its process dies, even by SIGKILL: a stale lock
+file never blocks a later run. The holder writes its PID into the file, which is what a refused
+second process reports.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+
+LOCK_FILE = ".lock"
+
+
+class FolderLockedError(ValueError):
+    """Another live process holds the folder's lock (the message names its PID)."""
+
+
+class FolderLock:
+    """``with FolderLock(folder, "run directory"):`` holds ``folder`` exclusively or raises
+    ``FolderLockedError`` at once (never waits)."""
+
+    def __init__(self, folder: str | os.PathLike[str], what: str = "folder") -> None:
+        self.folder, self.what = Path(folder), what
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / LOCK_FILE
+
+    def probe(self) -> None:
+        """Raise ``FolderLockedError`` if another process holds the lock; creates nothing, so a
+        caller can refuse a folder without touching it."""
+        if not self.path.is_file():
+            return
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            if not _try_lock(fd):
+                raise self._locked_error()
+            _unlock(fd)
+        finally:
+            os.close(fd)
+
+    def acquire(self) -> FolderLock:
+        """Create the folder and its lock file if needed, take the lock and write our PID."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            os.close(fd)
+            raise self._locked_error()
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            _unlock(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def _locked_error(self) -> FolderLockedError:
+        try:
+            holder = self.path.read_text().strip() or "unknown"
+        except OSError:
+            holder = "unknown"
+        return FolderLockedError(f"{self.folder}: {self.what} in use by another process (PID {holder}, "
+                                 f"lock {self.path}); wait for it to finish or use another folder")
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire() if self._fd is None else self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+if os.name == "nt":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
