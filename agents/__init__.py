@@ -35,14 +35,24 @@ def agent_names() -> tuple[str, ...]:
 
 def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     """An agent by registered name for a rules preset (a name, a YAML path or a ``RuleSet``)."""
-    if name not in _REGISTRY and Path(name).exists():  # a checkpoint or run directory
+    if name not in _REGISTRY and _is_path(name):  # a checkpoint or run directory
         return _policy(rules, checkpoint=name, **kwargs)
     try:
         factory = _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown agent {name!r}; known: {', '.join(_REGISTRY)}, or a checkpoint "
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        raise ValueError(f"unknown agent {shown!r}; known: {', '.join(_REGISTRY)}, or a checkpoint "
                          "directory") from None
     return factory(rules, **kwargs)
+
+
+def _is_path(name: str) -> bool:
+    """Whether ``name`` names an existing file or folder (False for names no path can have: too
+    long, NUL bytes...)."""
+    try:
+        return Path(name).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:

@@ -23,6 +23,14 @@ mismatch, one that does not parse, and (when the caller says what it expects) ot
 observation/action layout, showing both values. ``meta.json`` carries the hashes, so it is checked by
 parsing, not by hash.
 
+A checkpoint is untrusted input (``meta.json`` can be edited and re-hashed), so loading: verifies
+every listed file (size and sha256, regular files only) on every path, even one it does not parse;
+caps ``meta.json``/``state.json`` at ``MAX_JSON_BYTES`` before reading; builds only allow-listed
+classes (``allowed_classes()``) with allow-listed, type-checked constructor arguments
+(``POLICY_KWARGS``), nothing imported by name; bounds the network (``MAX_LAYERS`` x ``MAX_UNITS``)
+and checks the stored weights' shapes against it before building; validates ``state.json``
+(``validate_state``); and writes nothing anywhere.
+
 Test hook: ``kill_point(name)`` SIGKILLs the process when the environment variable
 ``CANASTA_TEST_KILL_AT`` is ``name`` (the first time the point is reached) or ``name@N`` (the N-th
 time, counted per process). ``save_checkpoint`` has three points: ``checkpoint_write`` (after the first
@@ -34,16 +42,19 @@ their own points with the same function.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
-import importlib
 import io
 import json
+import math
 import os
 import random
 import re
+import reprlib
 import secrets
 import shutil
 import signal
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,8 +73,6 @@ LATEST = "latest"
 FILES = (POLICY_FILE, OPTIMIZER_FILE, STATE_FILE, META_FILE)
 TMP_PREFIX = ".tmp-"
 KILL_ENV = "CANASTA_TEST_KILL_AT"
-# Modules a stored class name (activation_fn, optimizer_class, ...) may be imported from.
-CLASS_MODULES = ("torch", "stable_baselines3", "sb3_contrib", "canasta_env", "agents", "train")
 VERSIONED = ("canasta-rl", "torch", "stable-baselines3", "sb3-contrib", "numpy", "safetensors")
 
 
@@ -255,11 +264,14 @@ def _is_complete(path: Path) -> bool:
     if path.name.startswith(".") or not path.is_dir():
         return False
     try:
-        meta = json.loads((path / META_FILE).read_bytes())
+        file = path / META_FILE
+        if not file.is_file() or file.stat().st_size > MAX_JSON_BYTES:  # no FIFO, no huge read
+            return False
+        meta = json.loads(file.read_bytes())
         files = meta["files"]
         return meta.get("format") == FORMAT and POLICY_FILE in files and all(
             (path / f).stat().st_size == info["bytes"] for f, info in files.items())
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return False
 
 
@@ -291,10 +303,40 @@ def latest_checkpoint(run_dir: str | os.PathLike[str]) -> Path | None:
 
 
 # ---- reading -----------------------------------------------------------------------------------
+# Limits checked before anything is allocated from what a checkpoint claims.
+MAX_JSON_BYTES = 16 << 20  # meta.json and state.json
+MAX_FILE_BYTES = 1 << 33  # policy.safetensors, optimizer.pt (an 8 x 4096 network is ~1 GB)
+MAX_COUNTER = 10**11  # num_timesteps, n_updates, episodes in state.json
+MAX_POOL = 10_000  # opponent_pool entries in state.json
+COUNTERS = ("num_timesteps", "n_updates", "episodes")
+LISTED = (POLICY_FILE, OPTIMIZER_FILE, STATE_FILE)  # what meta.json's "files" may list
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict = 3, 60, 60, 6, 6
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A bounded, one-line repr for error messages (values from files may be huge)."""
+    text = " ".join(_repr.repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = None,
                     expect_layout: str | Mapping[str, Any] | None = None,
                     load_optimizer: bool = True) -> Checkpoint:
     """Read and verify a checkpoint (or a run directory's latest one).
+
+    Every file ``meta.json`` lists is checked (regular file, size, sha256) before any is parsed,
+    whether or not it is parsed: ``load_optimizer=False`` still refuses a damaged ``optimizer.pt``.
+    ``meta.json`` itself is checked field by field (types, bounds, the policy's classes against an
+    allow-list), ``state.json`` by ``validate_state``, and the stored weights' shapes against the
+    network ``meta.json`` describes. Nothing is written anywhere.
 
     Args:
         path_or_run_dir: a checkpoint directory, or a run directory or its ``latest`` file (the
@@ -303,12 +345,11 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
             under other rules (every option but ``name`` is compared).
         expect_layout: if given, refuse another layout: a ``layout_hash`` string, or a mapping of
             some keys of ``meta["layout"]`` (``current_layout(rules)`` gives all of them).
-        load_optimizer: False skips reading (and verifying) ``optimizer.pt``.
+        load_optimizer: False skips parsing ``optimizer.pt`` (it is still verified).
 
     Raises:
         CheckpointError: naming the file at fault.
     """
-    import torch
     from safetensors.torch import load as load_safetensors
 
     path = _resolve(Path(path_or_run_dir))
@@ -317,15 +358,20 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
         _check_rules(path / META_FILE, meta, rules)
     if expect_layout is not None:
         _check_layout(path / META_FILE, meta, expect_layout)
-    policy_state = _parse(path, meta, POLICY_FILE, load_safetensors)
-    state = _parse(path, meta, STATE_FILE, json.loads)
+    _check_unlisted(path, meta)
+    parsed = {POLICY_FILE, STATE_FILE} | ({OPTIMIZER_FILE} if load_optimizer else set())
+    data = {f: _verify(path, meta, f, keep=f in parsed) for f in meta["files"]}
+    policy_state = _parse(path / POLICY_FILE, data[POLICY_FILE], load_safetensors)
+    if "policy" in meta:
+        _check_weights(path, meta["policy"], policy_state)
+    state = _parse(path / STATE_FILE, data[STATE_FILE], _json_loads)
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path / STATE_FILE}: holds a {type(state).__name__}, not a mapping")
+    validate_state(path, state)
     optimizer_state = None
-    if load_optimizer and OPTIMIZER_FILE in meta["files"]:
-        optimizer_state = _parse(path, meta, OPTIMIZER_FILE, lambda data: torch.load(
-            io.BytesIO(data), map_location="cpu", weights_only=True))
-    for what, value in ((STATE_FILE, state), (OPTIMIZER_FILE, optimizer_state)):
-        if value is not None and not isinstance(value, dict):
-            raise CheckpointError(f"{path / what}: holds a {type(value).__name__}, not a mapping")
+    if load_optimizer and OPTIMIZER_FILE in data:
+        optimizer_state = _parse(path / OPTIMIZER_FILE, data[OPTIMIZER_FILE], _torch_load)
+        _check_optimizer_state(path / OPTIMIZER_FILE, optimizer_state)
     return Checkpoint(path, policy_state, optimizer_state, state, meta)
 
 
@@ -343,46 +389,216 @@ def _resolve(path: Path) -> Path:
     return found
 
 
+def _open_regular(file: Path, what: str) -> Any:
+    """Open ``file`` for reading, refusing anything but a regular file (a FIFO would block, a
+    device never end); ``what`` completes the 'missing' message."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(file, flags)
+    except FileNotFoundError:
+        raise CheckpointError(f"{file}: missing{what}") from None
+    except OSError as exc:
+        raise CheckpointError(f"{file}: unreadable ({_one_line(exc)})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CheckpointError(f"{file}: not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     file = path / META_FILE
-    if not file.is_file():
-        raise CheckpointError(f"{file}: missing; {path} is not a complete checkpoint")
-    try:
-        meta = json.loads(file.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{file}: unreadable or truncated ({exc})") from None
+    with _open_regular(file, f"; {path} is not a complete checkpoint") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_JSON_BYTES:
+            raise CheckpointError(f"{file}: {size} bytes, more than the {MAX_JSON_BYTES} a "
+                                  f"{META_FILE} may have")
+        try:
+            meta = _json_loads(f.read(MAX_JSON_BYTES + 1))
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{file}: unreadable or truncated ({_one_line(exc)})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise CheckpointError(f"{file}: format {got!r}, expected {FORMAT!r}")
-    files = meta.get("files")
-    if not isinstance(files, dict) or POLICY_FILE not in files or STATE_FILE not in files or not all(
-            isinstance(i, dict) and {"bytes", "sha256"} <= set(i) for i in files.values()):
-        raise CheckpointError(f"{file}: 'files' must give bytes and sha256 of {POLICY_FILE}, "
-                              f"{STATE_FILE} and any {OPTIMIZER_FILE}")
+        raise CheckpointError(f"{file}: format {_short(got)}, expected {FORMAT!r}")
+    _check_files(file, meta.get("files"))
+    if "policy" in meta:
+        _policy_spec(file, meta["policy"])
     return meta
 
 
-def _parse(path: Path, meta: dict[str, Any], fname: str, parse: Any) -> Any:
-    """Read ``fname``, check its size and sha256 against meta.json, then parse it."""
-    file, info = path / fname, meta["files"][fname]
+def _json_loads(data: bytes) -> Any:
     try:
-        data = file.read_bytes()
-    except FileNotFoundError:
-        raise CheckpointError(f"{file}: missing (listed in {META_FILE})") from None
-    except OSError as exc:
-        raise CheckpointError(f"{file}: unreadable ({exc})") from None
-    if len(data) != info["bytes"]:
-        how = "truncated" if len(data) < info["bytes"] else "too long"
-        raise CheckpointError(f"{file}: {how}: {len(data)} bytes, {META_FILE} records "
-                              f"{info['bytes']}")
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != info["sha256"]:
-        raise CheckpointError(f"{file}: sha256 mismatch (file {digest}, {META_FILE} records "
-                              f"{info['sha256']}): the file was modified or corrupted")
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _check_files(file: Path, files: Any) -> None:
+    """meta.json's "files": plain names this format knows, each {bytes: int, sha256: hex}."""
+    if not isinstance(files, dict) or POLICY_FILE not in files or STATE_FILE not in files:
+        raise CheckpointError(f"{file}: 'files' must give bytes and sha256 of {POLICY_FILE}, "
+                              f"{STATE_FILE} and any {OPTIMIZER_FILE}")
+    for name, info in files.items():
+        where = f"{file}: files[{_short(name)}]"
+        if name not in LISTED:
+            plain = name and not any(c in name for c in "/\\:\0") and name not in (".", "..")
+            why = "unknown file" if plain else "not a plain file name"
+            raise CheckpointError(f"{where}: {why} (a checkpoint lists only {', '.join(LISTED)})")
+        if not isinstance(info, dict) or set(info) != {"bytes", "sha256"}:
+            raise CheckpointError(f"{where}: want {{'bytes': int, 'sha256': hex}}, got "
+                                  f"{_short(info)}")
+        limit = MAX_JSON_BYTES if name == STATE_FILE else MAX_FILE_BYTES
+        size = info["bytes"]
+        if type(size) is not int or not 0 <= size <= limit:
+            raise CheckpointError(f"{where}: bytes {_short(size)} is not an integer in "
+                                  f"[0, {limit}]")
+        if not isinstance(info["sha256"], str) or not _SHA256.fullmatch(info["sha256"]):
+            raise CheckpointError(f"{where}: sha256 {_short(info['sha256'])} is not 64 lowercase "
+                                  "hex digits")
+
+
+def _check_unlisted(path: Path, meta: dict[str, Any]) -> None:
+    """A checkpoint file present but not in meta.json's list would be neither verified nor used."""
+    for name in LISTED:
+        if name not in meta["files"] and os.path.lexists(path / name):
+            raise CheckpointError(f"{path / name}: present but not listed in {META_FILE} (no size "
+                                  "or sha256 to verify it against)")
+
+
+def _verify(path: Path, meta: dict[str, Any], fname: str, *, keep: bool) -> bytes:
+    """Check ``fname``'s size and sha256 against meta.json; its bytes if ``keep`` (else b"")."""
+    file, info = path / fname, meta["files"][fname]
+    want = info["bytes"]
+    with _open_regular(file, f" (listed in {META_FILE})") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == want:
+            digest, chunks, size = hashlib.sha256(), [], 0
+            try:
+                while size <= want and (chunk := f.read(_CHUNK)):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if keep:
+                        chunks.append(chunk)
+            except OSError as exc:
+                raise CheckpointError(f"{file}: unreadable ({_one_line(exc)})") from None
+    if size != want:  # checked by stat, and again by what was read (the file may have changed)
+        how = "truncated" if size < want else "too long"
+        raise CheckpointError(f"{file}: {how}: {size} bytes, {META_FILE} records {want}")
+    if digest.hexdigest() != info["sha256"]:
+        raise CheckpointError(f"{file}: sha256 mismatch (file {digest.hexdigest()}, {META_FILE} "
+                              f"records {info['sha256']}): the file was modified or corrupted")
+    return b"".join(chunks)
+
+
+def _parse(file: Path, data: bytes, parse: Any) -> Any:
+    """Parse verified bytes; any parser error is a CheckpointError naming the file."""
     try:
         return parse(data)
     except Exception as exc:  # safetensors, torch and json errors alike
-        raise CheckpointError(f"{file}: unreadable ({type(exc).__name__}: {exc})") from None
+        raise CheckpointError(f"{file}: unreadable ({_one_line(exc)})") from None
+
+
+def _torch_load(data: bytes) -> Any:
+    """``torch.load`` of tensors and plain containers only, after checking the archive stores its
+    records uncompressed (as ``torch.save`` writes them): no record can expand past the file."""
+    import zipfile
+
+    import torch
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            records = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
+        raise ValueError(f"not a torch.save archive ({exc})") from None
+    if any(r.compress_type != zipfile.ZIP_STORED or r.file_size != r.compress_size
+           for r in records) or sum(r.file_size for r in records) > len(data):
+        raise ValueError("archive records are compressed or larger than the file")
+    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+
+
+def _check_optimizer_state(file: Path, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{file}: holds a {type(value).__name__}, not a mapping")
+    if (not isinstance(value.get("state"), dict) or not isinstance(value.get("param_groups"), list)
+            or not all(isinstance(g, dict) for g in value["param_groups"])):
+        raise CheckpointError(f"{file}: not an optimizer state_dict (want 'state': dict and "
+                              "'param_groups': list of dicts)")
+
+
+def validate_state(path: str | os.PathLike[str], state: Any, *,
+                   require: tuple[str, ...] = ()) -> None:
+    """Check the ``state.json`` fields loaders use, refusing wrong types and absurd values.
+
+    ``num_timesteps``, ``n_updates``, ``episodes``: integers in ``[0, MAX_COUNTER]``;
+    ``opponent_pool``: a list of plain checkpoint names (no path separators, no leading '.');
+    ``rng``: ``rng_state()``'s output, tried on throwaway generators (no global RNG is touched).
+    Other keys are left alone; ``require`` names keys that must be present (e.g. a resume needs
+    ``("num_timesteps", "rng")``). ``load_checkpoint`` calls this on every load.
+
+    Args:
+        path: the checkpoint directory (or its ``state.json``), for the message.
+        state: the parsed ``state.json``.
+
+    Raises:
+        CheckpointError: naming ``state.json`` and the field.
+    """
+    file = Path(path)
+    if file.name != STATE_FILE:
+        file = file / STATE_FILE
+    if not isinstance(state, Mapping):
+        raise CheckpointError(f"{file}: holds a {type(state).__name__}, not a mapping")
+    for key in require:
+        if key not in state:
+            raise CheckpointError(f"{file}: no {key!r}")
+    for key in COUNTERS:
+        value = state.get(key, 0)
+        if type(value) is not int or not 0 <= value <= MAX_COUNTER:
+            raise CheckpointError(f"{file}: {key} {_short(value)} is not an integer in "
+                                  f"[0, {MAX_COUNTER}]")
+    pool = state.get("opponent_pool", [])
+    if not isinstance(pool, list) or len(pool) > MAX_POOL:
+        raise CheckpointError(f"{file}: opponent_pool must be a list of at most {MAX_POOL} "
+                              f"checkpoint names, got {_short(pool)}")
+    for name in pool:
+        if not _plain_name(name):
+            raise CheckpointError(f"{file}: opponent_pool entry {_short(name)} is not a plain "
+                                  "checkpoint name (no path separators, not starting with '.')")
+    if "rng" in state:
+        why = _rng_problem(state["rng"])
+        if why:
+            raise CheckpointError(f"{file}: rng: {why}")
+
+
+def _plain_name(name: Any) -> bool:
+    return (isinstance(name, str) and 0 < len(name) <= 255 and not name.startswith(".")
+            and name != LATEST and not any(c in name for c in "/\\:\0"))
+
+
+def _rng_problem(rng: Any) -> str | None:
+    """Why ``rng_state()`` output is unusable, tried on fresh generators; None if it is fine."""
+    import torch
+
+    if not isinstance(rng, dict) or not {"python", "numpy", "torch"} <= set(rng):
+        return "want a mapping with 'python', 'numpy' and 'torch' states"
+    generators = rng.get("generators", {})
+    cuda = rng.get("torch_cuda", [])
+    try:
+        version, internal, gauss = rng["python"]
+        if not (isinstance(internal, list) and all(type(i) is int for i in internal)):
+            return "python: want a list of integers"
+        random.Random().setstate((version, tuple(internal), gauss))
+        np.random.RandomState().set_state(rng["numpy"])
+        if not (isinstance(rng["torch"], list) and all(type(i) is int for i in rng["torch"])):
+            return "torch: want a list of integers"
+        torch.Generator().set_state(torch.tensor(rng["torch"], dtype=torch.uint8))
+        if not (isinstance(cuda, list) and all(isinstance(s, list) and all(type(i) is int for i in s)
+                                               for s in cuda)):
+            return "torch_cuda: want lists of integers"
+        if not isinstance(generators, dict) or not all(isinstance(g, dict)
+                                                       for g in generators.values()):
+            return "generators: want a mapping of bit-generator states"
+    except (TypeError, ValueError, KeyError, RuntimeError, OverflowError) as exc:
+        return f"unusable ({_one_line(exc)})"
+    return None
 
 
 def _json_round_trip(value: Any) -> Any:
@@ -396,12 +612,13 @@ def _check_rules(file: Path, meta: dict[str, Any], rules: Any) -> None:
     try:
         have = _json_round_trip(load_rules(meta["rules"]).to_dict())
     except Exception as exc:
-        raise CheckpointError(f"{file}: stored rules unusable ({exc})") from None
+        raise CheckpointError(f"{file}: stored rules unusable ({_one_line(exc)})") from None
     diff = [k for k in sorted(set(want) | set(have)) if k != "name" and want.get(k) != have.get(k)]
     if diff:
-        shown = "; ".join(f"{k}: checkpoint {have.get(k)!r}, expected {want.get(k)!r}" for k in diff)
-        raise CheckpointError(f"{file}: rules mismatch (checkpoint {have.get('name')!r}, expected "
-                              f"{want.get('name')!r}): {shown}")
+        shown = "; ".join(f"{k}: checkpoint {_short(have.get(k))}, expected {_short(want.get(k))}"
+                          for k in diff)
+        raise CheckpointError(f"{file}: rules mismatch (checkpoint {_short(have.get('name'))}, "
+                              f"expected {_short(want.get('name'))}): {shown}")
 
 
 def _check_layout(file: Path, meta: dict[str, Any], expect: str | Mapping[str, Any]) -> None:
@@ -411,7 +628,8 @@ def _check_layout(file: Path, meta: dict[str, Any], expect: str | Mapping[str, A
     want = {"layout_hash": expect} if isinstance(expect, str) else dict(expect)
     diff = [k for k in want if have.get(k) != want[k]]
     if diff:
-        shown = "; ".join(f"{k}: checkpoint {have.get(k)!r}, expected {want[k]!r}" for k in diff)
+        shown = "; ".join(f"{k}: checkpoint {_short(have.get(k))}, expected {_short(want[k])}"
+                          for k in diff)
         raise CheckpointError(f"{file}: layout mismatch: {shown}")
 
 
@@ -468,18 +686,27 @@ def build_meta(*, config: Any, rules: Any, policy: Any, episode: str = "hand",
 
 
 def describe_policy(policy: Any) -> dict[str, Any]:
-    """Class, constructor arguments (classes by name) and spaces of an SB3 policy."""
+    """Class, constructor arguments (classes by name) and spaces of an SB3 policy.
+
+    Raises ValueError for a policy ``policy_from_checkpoint`` would refuse to rebuild (a class
+    off the allow-list, a network over the size limits), so no unloadable checkpoint is written.
+    """
     params = dict(policy._get_constructor_parameters())
     for key in ("observation_space", "action_space", "lr_schedule"):
         params.pop(key, None)
     if hasattr(policy, "share_features_extractor"):  # not in sb3-contrib's constructor parameters
         params["share_features_extractor"] = policy.share_features_extractor
-    return {
+    out = {
         "class": _encode(type(policy), "class")["__class__"],
         "kwargs": _encode(params, "kwargs"),
         "observation_space": describe_space(policy.observation_space),
         "action_space": describe_space(policy.action_space),
     }
+    try:
+        _policy_spec(Path(META_FILE), _json_round_trip(out))
+    except CheckpointError as exc:
+        raise ValueError(f"this policy cannot be checkpointed: {exc}") from None
+    return out
 
 
 def describe_space(space: Any) -> dict[str, Any]:
@@ -492,11 +719,15 @@ def describe_space(space: Any) -> dict[str, Any]:
     return out
 
 
+def _class_spec(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def _encode(value: Any, where: str) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, type):
-        return {"__class__": f"{value.__module__}:{value.__qualname__}"}
+        return {"__class__": _class_spec(value)}
     if isinstance(value, (list, tuple)):
         return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
@@ -506,63 +737,225 @@ def _encode(value: Any, where: str) -> Any:
     raise TypeError(f"policy {where}: {value!r} is neither plain data nor a class")
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if isinstance(value, dict):
-        if set(value) == {"__class__"}:
-            return _import_class(value["__class__"])
-        return {k: _decode(v) for k, v in value.items()}
+# ---- rebuilding the policy (allow-lists) -------------------------------------------------------
+# meta.json names classes; the loader builds only these, looked up in a table (nothing is imported
+# by name), and passes the policy only these constructor arguments, each checked for type and range.
+MAX_LAYERS = 8  # hidden layers per network (pi, vf)
+MAX_UNITS = 4096  # units per hidden layer
+MAX_SPACE_SIZE = 10**6  # any dimension of a stored space, and Discrete n
+POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "optimizer_class", "optimizer_kwargs",
+                 "features_extractor_class", "features_extractor_kwargs",
+                 "share_features_extractor", "normalize_images")
+_OPTIMIZER_NUMBERS = {"eps": 1.0, "weight_decay": 10.0, "momentum": 1.0, "alpha": 1.0,
+                      "dampening": 1.0}  # key -> largest value; all >= 0
+_OPTIMIZER_FLAGS = ("amsgrad", "centered", "nesterov", "maximize")
+
+
+@functools.cache
+def allowed_classes() -> dict[str, dict[str, type]]:
+    """What each class-valued entry of meta.json's "policy" may name: ``class``, and the kwargs
+    ``activation_fn``, ``optimizer_class``, ``features_extractor_class`` -> {spec: class}, where a
+    spec is ``module:qualname`` as ``describe_policy`` stores it."""
+    import torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    nn, optim = torch.nn, torch.optim
+    groups: dict[str, tuple[type, ...]] = {
+        "class": (MaskableActorCriticPolicy,),
+        "activation_fn": (nn.Tanh, nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU,
+                          nn.Mish, nn.Sigmoid, nn.Softplus),
+        "optimizer_class": (optim.Adam, optim.AdamW, optim.SGD, optim.RMSprop),
+        "features_extractor_class": (FlattenExtractor,),
+    }
+    return {key: {_class_spec(c): c for c in classes} for key, classes in groups.items()}
+
+
+def _allowed_class(file: Path, key: str, spec: Any) -> type:
+    table = allowed_classes()[key]
+    if isinstance(spec, str) and spec in table:
+        return table[spec]
+    names = ", ".join(s.rpartition(":")[2] for s in table)
+    raise CheckpointError(f"{file}: policy {key} {_short(spec)} is outside the allowed modules "
+                          f"and classes ({names})")
+
+
+def _policy_spec(file: Path, desc: Any) -> tuple[type, dict[str, Any]]:
+    """Validate meta.json's "policy" (class, kwargs, spaces) and return the class and the
+    constructor keyword arguments, classes resolved through ``allowed_classes()``."""
+    if not isinstance(desc, dict) or not {"class", "kwargs"} <= set(desc):
+        raise CheckpointError(f"{file}: no 'policy' description (class, kwargs)")
+    extra = set(desc) - {"class", "kwargs", "observation_space", "action_space"}
+    if extra:
+        raise CheckpointError(f"{file}: policy: unknown keys {_short(sorted(extra))}")
+    cls = _allowed_class(file, "class", desc["class"])
+    _check_space(file, "observation_space", desc.get("observation_space"), "Box")
+    _check_space(file, "action_space", desc.get("action_space"), "Discrete")
+    kwargs = desc["kwargs"]
+    if not isinstance(kwargs, dict):
+        raise CheckpointError(f"{file}: policy kwargs {_short(kwargs)} is not a mapping")
+    unknown = [k for k in kwargs if k not in POLICY_KWARGS]
+    if unknown:
+        raise CheckpointError(f"{file}: policy kwargs {_short(unknown)} not accepted (allowed: "
+                              f"{', '.join(POLICY_KWARGS)})")
+    return cls, {key: _policy_kwarg(file, key, value) for key, value in kwargs.items()}
+
+
+def _policy_kwarg(file: Path, key: str, value: Any) -> Any:
+    where = f"{file}: policy kwargs {key}"
+    if key == "net_arch":
+        return _net_arch(where, value)
+    if key.endswith(("_fn", "_class")):
+        if not isinstance(value, dict) or set(value) != {"__class__"}:
+            raise CheckpointError(f"{where}: {_short(value)} is not a stored class")
+        return _allowed_class(file, key, value["__class__"])
+    if key == "optimizer_kwargs":
+        return _optimizer_kwargs(where, value)
+    if key == "features_extractor_kwargs":  # FlattenExtractor takes none
+        if value not in (None, {}):
+            raise CheckpointError(f"{where}: {_short(value)}: the features extractor takes none")
+        return value
+    if not isinstance(value, bool):
+        raise CheckpointError(f"{where}: {_short(value)} is not true or false")
     return value
 
 
-def _import_class(spec: str) -> type:
-    module, _, qualname = spec.partition(":")
-    if not any(module == m or module.startswith(m + ".") for m in CLASS_MODULES):
-        raise CheckpointError(f"{META_FILE}: class {spec!r} is outside the allowed modules "
-                              f"{', '.join(CLASS_MODULES)}")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise CheckpointError(f"{META_FILE}: class {spec!r} not found ({exc})") from None
-    if not isinstance(obj, type):
-        raise CheckpointError(f"{META_FILE}: {spec!r} is not a class")
-    return obj
+def _net_arch(where: str, value: Any) -> Any:
+    """A list of layer sizes (shared by pi and vf) or {"pi": [...], "vf": [...]}, within limits."""
+    if isinstance(value, dict):
+        if not set(value) <= {"pi", "vf"}:
+            raise CheckpointError(f"{where}: keys {_short(sorted(map(str, value)))}, want pi and vf")
+        return {k: _layers(f"{where}.{k}", v) for k, v in value.items()}
+    return _layers(where, value)
+
+
+def _layers(where: str, value: Any) -> list[int]:
+    if not isinstance(value, list) or len(value) > MAX_LAYERS or not all(
+            type(u) is int and 1 <= u <= MAX_UNITS for u in value):
+        raise CheckpointError(f"{where}: {_short(value)}: want a list of at most {MAX_LAYERS} "
+                              f"layer sizes, each an integer in [1, {MAX_UNITS}]")
+    return list(value)
+
+
+def _optimizer_kwargs(where: str, value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise CheckpointError(f"{where}: {_short(value)} is not a mapping")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        if key in _OPTIMIZER_NUMBERS:
+            ok = _number(v) and 0 <= v <= _OPTIMIZER_NUMBERS[key]
+        elif key in _OPTIMIZER_FLAGS:
+            ok = isinstance(v, bool)
+        elif key == "betas":
+            ok = isinstance(v, list) and len(v) == 2 and all(_number(b) and 0 <= b < 1 for b in v)
+            v = tuple(v) if ok else v
+        else:
+            allowed = ", ".join((*_OPTIMIZER_NUMBERS, "betas", *_OPTIMIZER_FLAGS))
+            raise CheckpointError(f"{where}: key {_short(key)} not accepted (allowed: {allowed})")
+        if not ok:
+            raise CheckpointError(f"{where}.{key}: {_short(v)} is out of range or of the wrong type")
+        out[key] = v
+    return out
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+def _check_space(file: Path, what: str, space: Any, kind: str) -> None:
+    """A stored space description: the ``kind`` this loader rebuilds, with sane dimensions."""
+    ok = (isinstance(space, dict) and set(space) <= {"type", "shape", "dtype", "n"}
+          and space.get("type") == kind and isinstance(space.get("dtype"), str)
+          and len(space["dtype"]) <= 32 and isinstance(space.get("shape"), list)
+          and len(space["shape"]) <= 4
+          and all(type(d) is int and 1 <= d <= MAX_SPACE_SIZE for d in space["shape"]))
+    if ok and kind == "Discrete":
+        n = space.get("n")
+        ok = space["shape"] == [] and type(n) is int and 1 <= n <= MAX_SPACE_SIZE
+    elif ok:
+        ok = len(space["shape"]) == 1 and "n" not in space  # a flat Box
+    if not ok:
+        raise CheckpointError(f"{file}: policy {what} {_short(space)}: want a {kind} space with "
+                              f"at most {MAX_SPACE_SIZE} values per dimension")
+
+
+def _policy_shapes(desc: dict[str, Any], net_arch: Any) -> dict[str, tuple[int, ...]]:
+    """Each weight's shape in the MaskableActorCriticPolicy (flat Box in, Discrete out, MLP
+    extractor) that ``desc`` and ``net_arch`` describe: what its state_dict must hold."""
+    features = desc["observation_space"]["shape"][0]
+    if isinstance(net_arch, dict):
+        pi, vf = net_arch.get("pi", []), net_arch.get("vf", [])
+    else:
+        pi = vf = net_arch
+    out: dict[str, tuple[int, ...]] = {}
+    for net, layers in (("policy_net", pi), ("value_net", vf)):
+        prev = features
+        for i, units in enumerate(layers):
+            out[f"mlp_extractor.{net}.{2 * i}.weight"] = (units, prev)
+            out[f"mlp_extractor.{net}.{2 * i}.bias"] = (units,)
+            prev = units
+    n = desc["action_space"]["n"]
+    last_pi, last_vf = (pi[-1] if pi else features), (vf[-1] if vf else features)
+    out.update({"action_net.weight": (n, last_pi), "action_net.bias": (n,),
+                "value_net.weight": (1, last_vf), "value_net.bias": (1,)})
+    return out
+
+
+def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:
+    """Refuse weights whose shapes differ from the network meta.json describes, before building
+    it: what gets allocated is then no larger than the verified policy.safetensors."""
+    _, kwargs = _policy_spec(path / META_FILE, desc)
+    net_arch = kwargs.get("net_arch", {"pi": [64, 64], "vf": [64, 64]})  # SB3's default
+    want = _policy_shapes(desc, net_arch)
+    have = {k: tuple(getattr(v, "shape", ())) for k, v in policy_state.items()}
+    if want == have:
+        return
+    wrong = [f"{k} is {list(have[k])}, the network needs {list(want[k])}"
+             for k in want if k in have and have[k] != want[k]]
+    missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+    parts = wrong[:3] + ([f"missing {_short(missing)}"] if missing else []) + (
+        [f"unexpected {_short(extra)}"] if extra else [])
+    raise CheckpointError(f"{path / POLICY_FILE}: weights do not match the network {META_FILE} "
+                          f"describes (net_arch {_short(net_arch)}): {'; '.join(parts)}")
 
 
 def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_space: Any, *,
                            device: str = "cpu") -> Any:
     """Rebuild the SB3 policy a checkpoint describes and load its weights (eval mode).
 
-    The spaces must match the stored ones (type, shape, dtype, n). The optimizer is built but
-    not loaded: call ``policy.optimizer.load_state_dict(ckpt.optimizer_state)`` to resume.
+    Only allow-listed classes and constructor arguments are used (``allowed_classes()``,
+    ``POLICY_KWARGS``), and the weights' shapes are checked against the described network before
+    it is built. The spaces must match the stored ones (type, shape, dtype, n). The optimizer is
+    built but not loaded: call ``policy.optimizer.load_state_dict(ckpt.optimizer_state)`` to resume.
     """
-    from stable_baselines3.common.policies import BasePolicy
-
     file = ckpt.path / META_FILE
-    desc = ckpt.meta.get("policy")
-    if not isinstance(desc, dict) or not {"class", "kwargs"} <= set(desc):
-        raise CheckpointError(f"{file}: no 'policy' description (class, kwargs)")
+    desc: Any = ckpt.meta.get("policy")
+    cls, kwargs = _policy_spec(file, desc)
     for what, space in (("observation_space", observation_space), ("action_space", action_space)):
         if desc.get(what) != describe_space(space):
-            raise CheckpointError(f"{file}: {what} mismatch: checkpoint {desc.get(what)}, "
-                                  f"given {describe_space(space)}")
-    cls = _import_class(desc["class"])
-    if not issubclass(cls, BasePolicy):
-        raise CheckpointError(f"{file}: {desc['class']!r} is not an SB3 policy")
-    groups = (ckpt.optimizer_state or {}).get("param_groups") or [{}]
-    lr = float(groups[0].get("lr", 0.0))
+            raise CheckpointError(f"{file}: {what} mismatch: checkpoint {_short(desc.get(what))}, "
+                                  f"given {_short(describe_space(space))}")
+    _check_weights(ckpt.path, desc, ckpt.policy_state)
+    lr = _stored_lr(ckpt.optimizer_state)
     try:
-        policy = cls(observation_space, action_space, lambda _: lr, **_decode(desc["kwargs"]))
+        policy = cls(observation_space, action_space, lambda _: lr, **kwargs)
         policy.load_state_dict(ckpt.policy_state)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{ckpt.path / POLICY_FILE}: does not fit the policy {file} "
-                              f"describes ({exc})") from None
+                              f"describes ({_one_line(exc)})") from None
     policy = policy.to(device)
     policy.set_training_mode(False)
     return policy
+
+
+def _stored_lr(optimizer_state: Any) -> float:
+    """The first parameter group's learning rate, or 0.0 when none usable is stored."""
+    groups = optimizer_state.get("param_groups") if isinstance(optimizer_state, dict) else None
+    first = groups[0] if isinstance(groups, list) and groups else None
+    lr: Any = first.get("lr") if isinstance(first, dict) else None
+    return float(lr) if _number(lr) else 0.0
 
 
 # ---- RNG states --------------------------------------------------------------------------------

@@ -116,6 +116,10 @@ class EnvResult:
     compile_s: float
 
 
+MAX_SECONDS = 3600.0  # per measurement
+MAX_STAGGER = 1_000_000  # warm-up steps
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``canasta bench``."""
     parser.add_argument("--api", choices=APIS, default="engine",
@@ -151,15 +155,15 @@ def _positive_int(text: str) -> int:
 
 def _nonnegative_int(text: str) -> int:
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not 0 <= value <= MAX_STAGGER:
+        raise argparse.ArgumentTypeError(f"must be in [0, {MAX_STAGGER}], got {value}")
     return value
 
 
 def _positive_float(text: str) -> float:
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_SECONDS}, got {value}")
     return value
 
 

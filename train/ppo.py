@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.checkpoint import kill_point
+from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.safe_yaml import short_repr
 
 
@@ -96,7 +96,6 @@ _RANGES: dict[str, tuple[float, float]] = {
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
 }
-MAX_LAYERS, MAX_UNITS = 16, 8192
 
 
 def _check_ranges(args: TrainArgs, where: str) -> None:
@@ -208,6 +207,14 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
 
     torch.set_num_threads(args.torch_threads)
     opponent: Any = None if selfplay else make_agent(args.opponent, rules)
+    for name in args.eval_opponents:  # refused now rather than at the first evaluation
+        make_agent(name, rules)
+    if args.eval_deal_set is not None:
+        from canasta_env.deal_sets import load_deal_set
+
+        if len(load_deal_set(args.eval_deal_set, rules)) < args.eval_deals:
+            raise ValueError(f"eval_deal_set {args.eval_deal_set!r} holds fewer than eval_deals = "
+                             f"{args.eval_deals} deals")
     with open_run(run, resume=resume, overwrite=overwrite):
         write_config(run, dataclasses.asdict(args))
         random.seed(args.seed)
@@ -248,6 +255,19 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
     return run
 
 
+def _check_optimizer_shapes(path: Path, optimizer: Any) -> None:
+    """``CheckpointError`` unless every stored optimizer tensor (Adam's moments, ...) has its
+    parameter's shape: torch accepts any shapes at load and fails only at the next step."""
+    from agents.checkpoint import OPTIMIZER_FILE, CheckpointError
+
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            for key, value in optimizer.state.get(param, {}).items():
+                if getattr(value, "dim", lambda: 0)() and value.shape != param.shape:
+                    raise CheckpointError(f"{path / OPTIMIZER_FILE}: {key} of shape {tuple(value.shape)} "
+                                          f"for a parameter of shape {tuple(param.shape)}")
+
+
 def _install_kill_points(model: Any) -> None:
     """Test hook (``CANASTA_TEST_KILL_AT=update``): die inside a gradient update."""
     import os
@@ -268,10 +288,12 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
     """Load the checkpoint a resume continues from (``train.run_dir.resume_checkpoint``: the latest
     intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG."""
     from agents.checkpoint import (
+        CheckpointError,
         current_layout,
         load_checkpoint,
         remove_partial_checkpoints,
         restore_rng_state,
+        validate_state,
     )
     from train.run_dir import resume_checkpoint
 
@@ -280,8 +302,12 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
     if path is None:
         return
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
+    validate_state(path, ckpt.state, require=("num_timesteps", "rng"))
+    if ckpt.optimizer_state is None:
+        raise CheckpointError(f"{path}: holds no optimizer state; a run cannot resume from it")
     model.policy.load_state_dict(ckpt.policy_state)
     model.policy.optimizer.load_state_dict(ckpt.optimizer_state)
+    _check_optimizer_shapes(path, model.policy.optimizer)
     model.num_timesteps = int(ckpt.state["num_timesteps"])
     model._n_updates = int(ckpt.state.get("n_updates", 0))
     restore_rng_state(ckpt.state["rng"])
