@@ -50,7 +50,6 @@ import math
 import os
 import random
 import re
-import reprlib
 import secrets
 import shutil
 import signal
@@ -63,6 +62,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from canasta_env.messages import short_repr
 
 FORMAT = "canasta-checkpoint/1"
 POLICY_FILE = "policy.safetensors"
@@ -259,7 +260,7 @@ def _natural_key(name: str) -> list[Any]:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name) if t]
 
 
-def _is_complete(path: Path) -> bool:
+def is_complete(path: Path) -> bool:
     """Cheap check (no hashing): meta.json parses and every listed file has its recorded size."""
     if path.name.startswith(".") or not path.is_dir():
         return False
@@ -284,19 +285,25 @@ def list_checkpoints(run_dir: str | os.PathLike[str]) -> list[Path]:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return []
-    found = [p for p in run_dir.iterdir() if _is_complete(p)]
+    found = [p for p in run_dir.iterdir() if is_complete(p)]
     return sorted(found, key=lambda p: _natural_key(p.name))
+
+
+def latest_name(run_dir: str | os.PathLike[str]) -> str | None:
+    """The checkpoint name the run's ``latest`` file holds, if it is a plain name (else None)."""
+    try:
+        name = (Path(run_dir) / LATEST).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return name if name and name == Path(name).name and not name.startswith(".") else None
 
 
 def latest_checkpoint(run_dir: str | os.PathLike[str]) -> Path | None:
     """The checkpoint ``latest`` names if it is complete, else the last of ``list_checkpoints``
     (None if there is none)."""
     run_dir = Path(run_dir)
-    try:
-        name = (run_dir / LATEST).read_text().strip()
-    except (OSError, UnicodeDecodeError):
-        name = ""
-    if name and name == Path(name).name and _is_complete(run_dir / name):
+    name = latest_name(run_dir)
+    if name and is_complete(run_dir / name):
         return run_dir / name
     found = list_checkpoints(run_dir)
     return found[-1] if found else None
@@ -312,16 +319,6 @@ COUNTERS = ("num_timesteps", "n_updates", "episodes")
 LISTED = (POLICY_FILE, OPTIMIZER_FILE, STATE_FILE)  # what meta.json's "files" may list
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
-_repr = reprlib.Repr()
-_repr.maxlevel, _repr.maxstring, _repr.maxother, _repr.maxlist, _repr.maxdict = 3, 60, 60, 6, 6
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    """A bounded, one-line repr for error messages (values from files may be huge)."""
-    text = " ".join(_repr.repr(value).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _one_line(exc: BaseException, limit: int = 200) -> str:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -418,7 +415,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
             raise CheckpointError(f"{file}: unreadable or truncated ({_one_line(exc)})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise CheckpointError(f"{file}: format {_short(got)}, expected {FORMAT!r}")
+        raise CheckpointError(f"{file}: format {short_repr(got)}, expected {FORMAT!r}")
     _check_files(file, meta.get("files"))
     if "policy" in meta:
         _policy_spec(file, meta["policy"])
@@ -438,21 +435,21 @@ def _check_files(file: Path, files: Any) -> None:
         raise CheckpointError(f"{file}: 'files' must give bytes and sha256 of {POLICY_FILE}, "
                               f"{STATE_FILE} and any {OPTIMIZER_FILE}")
     for name, info in files.items():
-        where = f"{file}: files[{_short(name)}]"
+        where = f"{file}: files[{short_repr(name)}]"
         if name not in LISTED:
             plain = name and not any(c in name for c in "/\\:\0") and name not in (".", "..")
             why = "unknown file" if plain else "not a plain file name"
             raise CheckpointError(f"{where}: {why} (a checkpoint lists only {', '.join(LISTED)})")
         if not isinstance(info, dict) or set(info) != {"bytes", "sha256"}:
             raise CheckpointError(f"{where}: want {{'bytes': int, 'sha256': hex}}, got "
-                                  f"{_short(info)}")
+                                  f"{short_repr(info)}")
         limit = MAX_JSON_BYTES if name == STATE_FILE else MAX_FILE_BYTES
         size = info["bytes"]
         if type(size) is not int or not 0 <= size <= limit:
-            raise CheckpointError(f"{where}: bytes {_short(size)} is not an integer in "
+            raise CheckpointError(f"{where}: bytes {short_repr(size)} is not an integer in "
                                   f"[0, {limit}]")
         if not isinstance(info["sha256"], str) or not _SHA256.fullmatch(info["sha256"]):
-            raise CheckpointError(f"{where}: sha256 {_short(info['sha256'])} is not 64 lowercase "
+            raise CheckpointError(f"{where}: sha256 {short_repr(info['sha256'])} is not 64 lowercase "
                                   "hex digits")
 
 
@@ -552,15 +549,15 @@ def validate_state(path: str | os.PathLike[str], state: Any, *,
     for key in COUNTERS:
         value = state.get(key, 0)
         if type(value) is not int or not 0 <= value <= MAX_COUNTER:
-            raise CheckpointError(f"{file}: {key} {_short(value)} is not an integer in "
+            raise CheckpointError(f"{file}: {key} {short_repr(value)} is not an integer in "
                                   f"[0, {MAX_COUNTER}]")
     pool = state.get("opponent_pool", [])
     if not isinstance(pool, list) or len(pool) > MAX_POOL:
         raise CheckpointError(f"{file}: opponent_pool must be a list of at most {MAX_POOL} "
-                              f"checkpoint names, got {_short(pool)}")
+                              f"checkpoint names, got {short_repr(pool)}")
     for name in pool:
         if not _plain_name(name):
-            raise CheckpointError(f"{file}: opponent_pool entry {_short(name)} is not a plain "
+            raise CheckpointError(f"{file}: opponent_pool entry {short_repr(name)} is not a plain "
                                   "checkpoint name (no path separators, not starting with '.')")
     if "rng" in state:
         why = _rng_problem(state["rng"])
@@ -615,10 +612,10 @@ def _check_rules(file: Path, meta: dict[str, Any], rules: Any) -> None:
         raise CheckpointError(f"{file}: stored rules unusable ({_one_line(exc)})") from None
     diff = [k for k in sorted(set(want) | set(have)) if k != "name" and want.get(k) != have.get(k)]
     if diff:
-        shown = "; ".join(f"{k}: checkpoint {_short(have.get(k))}, expected {_short(want.get(k))}"
+        shown = "; ".join(f"{k}: checkpoint {short_repr(have.get(k))}, expected {short_repr(want.get(k))}"
                           for k in diff)
-        raise CheckpointError(f"{file}: rules mismatch (checkpoint {_short(have.get('name'))}, "
-                              f"expected {_short(want.get('name'))}): {shown}")
+        raise CheckpointError(f"{file}: rules mismatch (checkpoint {short_repr(have.get('name'))}, "
+                              f"expected {short_repr(want.get('name'))}): {shown}")
 
 
 def _check_layout(file: Path, meta: dict[str, Any], expect: str | Mapping[str, Any]) -> None:
@@ -628,7 +625,7 @@ def _check_layout(file: Path, meta: dict[str, Any], expect: str | Mapping[str, A
     want = {"layout_hash": expect} if isinstance(expect, str) else dict(expect)
     diff = [k for k in want if have.get(k) != want[k]]
     if diff:
-        shown = "; ".join(f"{k}: checkpoint {_short(have.get(k))}, expected {_short(want[k])}"
+        shown = "; ".join(f"{k}: checkpoint {short_repr(have.get(k))}, expected {short_repr(want[k])}"
                           for k in diff)
         raise CheckpointError(f"{file}: layout mismatch: {shown}")
 
@@ -776,7 +773,7 @@ def _allowed_class(file: Path, key: str, spec: Any) -> type:
     if isinstance(spec, str) and spec in table:
         return table[spec]
     names = ", ".join(s.rpartition(":")[2] for s in table)
-    raise CheckpointError(f"{file}: policy {key} {_short(spec)} is outside the allowed modules "
+    raise CheckpointError(f"{file}: policy {key} {short_repr(spec)} is outside the allowed modules "
                           f"and classes ({names})")
 
 
@@ -787,16 +784,16 @@ def _policy_spec(file: Path, desc: Any) -> tuple[type, dict[str, Any]]:
         raise CheckpointError(f"{file}: no 'policy' description (class, kwargs)")
     extra = set(desc) - {"class", "kwargs", "observation_space", "action_space"}
     if extra:
-        raise CheckpointError(f"{file}: policy: unknown keys {_short(sorted(extra))}")
+        raise CheckpointError(f"{file}: policy: unknown keys {short_repr(sorted(extra))}")
     cls = _allowed_class(file, "class", desc["class"])
     _check_space(file, "observation_space", desc.get("observation_space"), "Box")
     _check_space(file, "action_space", desc.get("action_space"), "Discrete")
     kwargs = desc["kwargs"]
     if not isinstance(kwargs, dict):
-        raise CheckpointError(f"{file}: policy kwargs {_short(kwargs)} is not a mapping")
+        raise CheckpointError(f"{file}: policy kwargs {short_repr(kwargs)} is not a mapping")
     unknown = [k for k in kwargs if k not in POLICY_KWARGS]
     if unknown:
-        raise CheckpointError(f"{file}: policy kwargs {_short(unknown)} not accepted (allowed: "
+        raise CheckpointError(f"{file}: policy kwargs {short_repr(unknown)} not accepted (allowed: "
                               f"{', '.join(POLICY_KWARGS)})")
     return cls, {key: _policy_kwarg(file, key, value) for key, value in kwargs.items()}
 
@@ -807,16 +804,16 @@ def _policy_kwarg(file: Path, key: str, value: Any) -> Any:
         return _net_arch(where, value)
     if key.endswith(("_fn", "_class")):
         if not isinstance(value, dict) or set(value) != {"__class__"}:
-            raise CheckpointError(f"{where}: {_short(value)} is not a stored class")
+            raise CheckpointError(f"{where}: {short_repr(value)} is not a stored class")
         return _allowed_class(file, key, value["__class__"])
     if key == "optimizer_kwargs":
         return _optimizer_kwargs(where, value)
     if key == "features_extractor_kwargs":  # FlattenExtractor takes none
         if value not in (None, {}):
-            raise CheckpointError(f"{where}: {_short(value)}: the features extractor takes none")
+            raise CheckpointError(f"{where}: {short_repr(value)}: the features extractor takes none")
         return value
     if not isinstance(value, bool):
-        raise CheckpointError(f"{where}: {_short(value)} is not true or false")
+        raise CheckpointError(f"{where}: {short_repr(value)} is not true or false")
     return value
 
 
@@ -824,7 +821,7 @@ def _net_arch(where: str, value: Any) -> Any:
     """A list of layer sizes (shared by pi and vf) or {"pi": [...], "vf": [...]}, within limits."""
     if isinstance(value, dict):
         if not set(value) <= {"pi", "vf"}:
-            raise CheckpointError(f"{where}: keys {_short(sorted(map(str, value)))}, want pi and vf")
+            raise CheckpointError(f"{where}: keys {short_repr(sorted(map(str, value)))}, want pi and vf")
         return {k: _layers(f"{where}.{k}", v) for k, v in value.items()}
     return _layers(where, value)
 
@@ -832,7 +829,7 @@ def _net_arch(where: str, value: Any) -> Any:
 def _layers(where: str, value: Any) -> list[int]:
     if not isinstance(value, list) or len(value) > MAX_LAYERS or not all(
             type(u) is int and 1 <= u <= MAX_UNITS for u in value):
-        raise CheckpointError(f"{where}: {_short(value)}: want a list of at most {MAX_LAYERS} "
+        raise CheckpointError(f"{where}: {short_repr(value)}: want a list of at most {MAX_LAYERS} "
                               f"layer sizes, each an integer in [1, {MAX_UNITS}]")
     return list(value)
 
@@ -841,7 +838,7 @@ def _optimizer_kwargs(where: str, value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise CheckpointError(f"{where}: {_short(value)} is not a mapping")
+        raise CheckpointError(f"{where}: {short_repr(value)} is not a mapping")
     out: dict[str, Any] = {}
     for key, v in value.items():
         if key in _OPTIMIZER_NUMBERS:
@@ -853,9 +850,9 @@ def _optimizer_kwargs(where: str, value: Any) -> dict[str, Any] | None:
             v = tuple(v) if ok else v
         else:
             allowed = ", ".join((*_OPTIMIZER_NUMBERS, "betas", *_OPTIMIZER_FLAGS))
-            raise CheckpointError(f"{where}: key {_short(key)} not accepted (allowed: {allowed})")
+            raise CheckpointError(f"{where}: key {short_repr(key)} not accepted (allowed: {allowed})")
         if not ok:
-            raise CheckpointError(f"{where}.{key}: {_short(v)} is out of range or of the wrong type")
+            raise CheckpointError(f"{where}.{key}: {short_repr(v)} is out of range or of the wrong type")
         out[key] = v
     return out
 
@@ -877,7 +874,7 @@ def _check_space(file: Path, what: str, space: Any, kind: str) -> None:
     elif ok:
         ok = len(space["shape"]) == 1 and "n" not in space  # a flat Box
     if not ok:
-        raise CheckpointError(f"{file}: policy {what} {_short(space)}: want a {kind} space with "
+        raise CheckpointError(f"{file}: policy {what} {short_repr(space)}: want a {kind} space with "
                               f"at most {MAX_SPACE_SIZE} values per dimension")
 
 
@@ -915,10 +912,10 @@ def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> No
     wrong = [f"{k} is {list(have[k])}, the network needs {list(want[k])}"
              for k in want if k in have and have[k] != want[k]]
     missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
-    parts = wrong[:3] + ([f"missing {_short(missing)}"] if missing else []) + (
-        [f"unexpected {_short(extra)}"] if extra else [])
+    parts = wrong[:3] + ([f"missing {short_repr(missing)}"] if missing else []) + (
+        [f"unexpected {short_repr(extra)}"] if extra else [])
     raise CheckpointError(f"{path / POLICY_FILE}: weights do not match the network {META_FILE} "
-                          f"describes (net_arch {_short(net_arch)}): {'; '.join(parts)}")
+                          f"describes (net_arch {short_repr(net_arch)}): {'; '.join(parts)}")
 
 
 def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_space: Any, *,
@@ -935,8 +932,8 @@ def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_spac
     cls, kwargs = _policy_spec(file, desc)
     for what, space in (("observation_space", observation_space), ("action_space", action_space)):
         if desc.get(what) != describe_space(space):
-            raise CheckpointError(f"{file}: {what} mismatch: checkpoint {_short(desc.get(what))}, "
-                                  f"given {_short(describe_space(space))}")
+            raise CheckpointError(f"{file}: {what} mismatch: checkpoint {short_repr(desc.get(what))}, "
+                                  f"given {short_repr(describe_space(space))}")
     _check_weights(ckpt.path, desc, ckpt.policy_state)
     lr = _stored_lr(ckpt.optimizer_state)
     try:

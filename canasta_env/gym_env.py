@@ -25,10 +25,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from canasta_env.engine import NUM_ACTIONS, DealId, ExplicitDeal
+from canasta_env.engine.core import check_action, check_batch_size, check_int, check_seed
 from canasta_env.engine.layout import pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.learner import LearnerBatch, LearnerConfig
+from canasta_env.messages import short_repr
 
 RESET_OPTIONS = ("learner_seat", "deal")
 
@@ -65,9 +67,12 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k)."""
+        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k); ``s``
+        must be an integer in [0, 2**64)."""
+        if seed is not None:
+            seed = check_seed(seed, "Canasta-v0 reset")
+        seat, deal = _episode_options(options, "Canasta-v0 reset")
         super().reset(seed=seed)
-        seat, deal = _episode_options(options)
         if seed is not None or self._base_seed is None:
             self._base_seed = int(seed) if seed is not None else int(
                 self.np_random.integers(0, 2**63 - 1))
@@ -79,7 +84,9 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         return self._core.observations()[0], self._info()
 
     def step(self, action: int) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
-        out = self._core.step(np.array([action]))
+        """Play an integer action (a float such as 3.7 is refused, not truncated)."""
+        out = self._core.step(np.array([check_action(action, "Canasta-v0 step")]),
+                              "Canasta-v0 step")
         info = self._info()
         info["forced_steps"] = int(out.forced[0])
         info["illegal_action"] = bool(out.illegal[0])
@@ -107,7 +114,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         return None
 
 
-def _episode_options(options: dict[str, Any] | None) -> tuple[int | None, Any]:
+def _episode_options(options: dict[str, Any] | None, fn: str) -> tuple[int | None, Any]:
     """Per-episode reset options: ``learner_seat`` and ``deal`` (a DealId or ExplicitDeal)."""
     if not options:
         return None, None
@@ -122,8 +129,12 @@ def _episode_options(options: dict[str, Any] | None) -> tuple[int | None, Any]:
     seat = options.get("learner_seat")
     deal = options.get("deal")
     if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
-        deal = DealId(*deal)
-    return (None if seat is None else int(seat)), deal
+        try:
+            deal = DealId(*deal)
+        except TypeError:
+            raise ValueError(f"{fn}: option 'deal' must be a DealId (seed, row, index) or an "
+                             f"ExplicitDeal, got {short_repr(deal)}") from None
+    return (None if seat is None else check_int(seat, "option 'learner_seat'", fn)), deal
 
 
 class CanastaVectorEnv(VectorEnv):
@@ -137,8 +148,10 @@ class CanastaVectorEnv(VectorEnv):
 
     def __init__(self, num_envs: int = 8, rules: Any = "classic_2p", **options: Any) -> None:
         options.pop("render_mode", None)
+        num_envs = check_batch_size(num_envs, "CanastaVectorEnv", "num_envs")
         self.num_envs = num_envs
-        self._core = LearnerBatch(LearnerConfig(rules=rules, **options), num_envs)
+        self._core = LearnerBatch(LearnerConfig(rules=rules, **options), num_envs,
+                                  "CanastaVectorEnv")
         self.single_observation_space, self.single_action_space = _spaces(self._core)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -150,20 +163,36 @@ class CanastaVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        seat, deal = _episode_options(options)
+        """``seed``: an int s (env i plays the deals of seed s + i) or one seed per env, integers
+        in [0, 2**64); ``None`` continues each env's own deals (fresh seeds on the first reset)."""
+        fn = "CanastaVectorEnv reset"
+        seeds = None if seed is None else self._seeds(seed, fn)
+        seat, deal = _episode_options(options, fn)
         if deal is not None:
             warnings.warn("the vector env ignores the 'deal' reset option", stacklevel=2)
         if seed is None and self._core.state is not None:  # continue every env's own deals
             self._core.reset_rows(np.arange(self.num_envs), seat=seat)
             return self._core.observations(), self._infos()
-        if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
-        seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+        if seeds is None:
+            seeds = self._seeds(int(np.random.SeedSequence().generate_state(2, np.uint64)[0]
+                                    >> np.uint64(1)), fn)
         self._core.reset(seeds, seat)
         return self._core.observations(), self._infos()
 
+    def _seeds(self, seed: Any, fn: str) -> list[int]:
+        """One seed per env from an int (``seed + i``) or a sequence, each checked."""
+        if np.ndim(seed) == 0:
+            first = check_seed(seed, fn, span=self.num_envs)
+            return [first + i for i in range(self.num_envs)]
+        seeds = [check_seed(s, fn, f"seed[{i}]") for i, s in enumerate(np.asarray(
+            seed, dtype=object).ravel())]
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"{fn}: got {len(seeds)} seeds for {self.num_envs} envs")
+        return seeds
+
     def step(self, actions: npt.ArrayLike) -> tuple[Any, ...]:
-        out = self._core.step(actions)
+        """Play one integer action per env (floats are refused, not truncated)."""
+        out = self._core.step(actions, "CanastaVectorEnv step")
         done = np.flatnonzero(out.terminated | out.truncated)
         infos = self._infos()
         infos["forced_steps"] = out.forced

@@ -22,14 +22,22 @@ from canasta_env.engine import (
     IllegalActionError,
     State,
     init,
-    observe,
     redeal,
-    reset_rows,
-    step,
 )
-from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
 from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
-from canasta_env.engine.layout import F_DEAL_INDEX
+from canasta_env.engine.core import (
+    _observe_unchecked,
+    _reset_rows_unchecked,
+    _step_unchecked,
+    batch_bytes,
+    check_batch_size,
+    check_int,
+    check_memory,
+    short_repr,
+)
+from canasta_env.engine.layout import F_DEAL_INDEX, pack_params
+from canasta_env.engine.observation import obs_dim
 from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -46,6 +54,32 @@ def side_meld_values(state: State) -> npt.NDArray[np.int64]:
                  + state.meld_twos.sum(axis=2) * CARD_VALUES[TWO]).astype(np.int64)
     sides = state.num_sides
     return per_owner.reshape(per_owner.shape[0], -1, sides).sum(axis=1)  # owner o is on side o % sides
+
+
+def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
+    """The actions given to ``n`` envs as int64: numpy integer arrays and scalars or Python ints
+    (any shape of ``n`` values); ``ValueError`` for floats (3.7 is refused, not played as 3), bools
+    and a wrong count. Integers out of range stay: the env treats them as illegal."""
+    try:
+        arr = np.asarray(actions)
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if arr is None or arr.dtype.kind not in "iu":
+        raise ValueError(f"{fn}: actions must be integers, got {short_repr(actions)}"
+                         + ("" if arr is None else f" (dtype {arr.dtype})"))
+    if arr.size != n:
+        raise ValueError(f"{fn}: expected {n} action(s), got {arr.size}")
+    if arr.dtype.kind == "u":  # keep huge unsigned values out of range rather than wrapped
+        arr = np.minimum(arr, NUM_ACTIONS)
+    return arr.reshape(n).astype(np.int64, copy=False)
+
+
+def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:
+    """Bytes ``num_envs`` learner envs need: the engine batch plus, per env, four observation
+    buffers (the encoded batch, the copy handed out and the two bounds of the batched space), two
+    more masks and the per-env bookkeeping."""
+    params = pack_params(rules, episode)
+    return batch_bytes(params, num_envs, 16 * obs_dim(params) + 2 * NUM_ACTIONS + 64)
 
 
 def default_reward_scale(rules: RuleSet) -> float:
@@ -92,6 +126,8 @@ class LearnerConfig:
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
         n = self.rules.num_players
+        if self.learner_seat is not None:
+            self.learner_seat = check_int(self.learner_seat, "learner_seat", "LearnerConfig")
         if self.learner_seat is not None and not 0 <= self.learner_seat < n:
             raise ValueError(f"learner_seat must be in [0, {n}), got {self.learner_seat}")
         if self.reward_scale is None:
@@ -111,11 +147,15 @@ class StepOut:
 
 
 class LearnerBatch:
-    """``num_envs`` learner envs on one engine batch."""
+    """``num_envs`` learner envs on one engine batch; refused before anything is allocated when
+    ``num_envs`` is not a positive integer or the batch cannot fit in memory."""
 
-    def __init__(self, config: LearnerConfig, num_envs: int) -> None:
+    def __init__(self, config: LearnerConfig, num_envs: int, fn: str = "LearnerBatch") -> None:
         self.config = config
         self.rules: RuleSet = config.rules  # type: ignore[assignment]
+        num_envs = check_batch_size(num_envs, fn, "num_envs")
+        check_memory(vector_env_bytes(self.rules, config.episode, num_envs),
+                     f"{num_envs:,} {self.rules.name} envs", fn)
         self.num_envs = num_envs
         self.state: State | None = None
         self.seeds = np.zeros(num_envs, dtype=np.uint64)
@@ -139,8 +179,9 @@ class LearnerBatch:
         """Start the listed envs' next deals (same seed, next episode index), or the given
         ``deal``; ``seat`` fixes the learner's seat for this episode only."""
         if rows.size:
+            rows = rows.astype(np.int64, copy=False)
             if deal is None:
-                reset_rows(self.require_state(), rows)
+                _reset_rows_unchecked(self.require_state(), rows)
             else:
                 redeal(self.require_state(), rows, [deal] * rows.size)  # type: ignore[arg-type]
             self._start(rows, seat)
@@ -149,6 +190,8 @@ class LearnerBatch:
         state = self.require_state()
         if seat is None:
             seat = self.config.learner_seat
+        if seat is not None:
+            seat = check_int(seat, "learner_seat", "reset")
         if seat is not None and not 0 <= seat < self.num_players:
             raise ValueError(f"learner seat must be in [0, {self.num_players}), got {seat}")
         while rows.size:
@@ -170,7 +213,7 @@ class LearnerBatch:
             # A deal whose hand ends before the learner's first decision is skipped.
             over = rows[self.done[rows]]
             if over.size:
-                reset_rows(state, over)
+                _reset_rows_unchecked(state, over)
             rows = over
 
     def require_state(self) -> State:
@@ -201,7 +244,7 @@ class LearnerBatch:
 
     def observations(self, rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
         rows = np.arange(self.num_envs) if rows is None else rows
-        return observe(self.require_state(), self.acting_seat(rows), rows=rows)
+        return _observe_unchecked(self.require_state(), self.acting_seat(rows), rows)
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """(n, A) legal actions of the learner in each env (all false when an episode is over)."""
@@ -210,10 +253,11 @@ class LearnerBatch:
         return mask
 
     # ---- stepping ----------------------------------------------------------------------------
-    def step(self, actions: npt.ArrayLike) -> StepOut:
-        """Apply the learner's action in every live env, then play others until it moves again."""
+    def step(self, actions: npt.ArrayLike, fn: str = "step") -> StepOut:
+        """Apply the learner's action in every live env, then play others until it moves again.
+        Integer actions only (``ValueError`` otherwise); an out-of-range one is illegal."""
         state = self.require_state()
-        acts = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        acts = env_actions(actions, self.num_envs, fn)
         rows = np.flatnonzero(~self.done)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         in_range = (acts[rows] >= 0) & (acts[rows] < state.num_actions)
@@ -233,7 +277,7 @@ class LearnerBatch:
         rewards[bad] = self.config.illegal_reward
         good = rows[legal]
         if good.size:
-            result = step(state, acts[good], rows=good)
+            result = _step_unchecked(state, acts[good], good)
             rewards[good] += self._learner_reward(good, result.rewards)
         forced = np.zeros(self.num_envs, dtype=np.int64)
         live = rows[legal]
@@ -295,13 +339,16 @@ class LearnerBatch:
             acts[is_auto] = state.legal_action_mask[act_rows[todo[is_auto]]].argmax(axis=1)
             for agent, pick in self._agent_groups(act_rows, cur, todo[~is_auto]):
                 sub = act_rows[pick]
-                obs = (observe(state, cur[pick], rows=sub)
+                obs = (_observe_unchecked(state, cur[pick], sub)
                        if getattr(agent, "needs_observations", True)
                        else np.empty((sub.size, 0), dtype=np.float32))
                 chosen = np.asarray(agent.act(obs, state.legal_action_mask[sub],
                                               self.agent_rng.subset(sub)))  # type: ignore[arg-type]
-                acts[np.searchsorted(todo, pick)] = chosen
-            result = step(state, acts, rows=act_rows[todo])
+                if chosen.dtype.kind not in "iu" or chosen.shape != (sub.size,):
+                    raise ValueError(f"agent {type(agent).__name__} returned {short_repr(chosen)} "
+                                     f"for {sub.size} rows; expected {sub.size} integer actions")
+                acts[np.searchsorted(todo, pick)] = np.minimum(chosen, NUM_ACTIONS)
+            result = _step_unchecked(state, acts, act_rows[todo])
             if result.illegal.any():
                 b = int(act_rows[todo[np.flatnonzero(result.illegal)[0]]])
                 raise IllegalActionError(f"an injected agent chose an illegal action in env {b}")

@@ -31,10 +31,12 @@ from canasta_env.engine import (
     observe,
     step_one,
 )
+from canasta_env.engine.core import check_action, check_seed
 from canasta_env.engine.layout import EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.learner import REWARD_MODES, default_reward_scale
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -112,14 +114,20 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                 warnings.warn(f"canasta_v0 reset options other than 'deal' are ignored: "
                               f"{sorted(map(str, extra))}", stacklevel=2)
             deal = options.get("deal") if isinstance(options, dict) else None
+        if seed is not None:
+            seed = check_seed(seed, "canasta_v0 reset")
         if seed is not None or self._base_seed is None:
-            self._base_seed = int(seed) if seed is not None else int(
+            self._base_seed = seed if seed is not None else int(
                 np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
             self._episode_index = 0
         else:
             self._episode_index += 1
         if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
-            deal = DealId(*deal)
+            try:
+                deal = DealId(*deal)
+            except TypeError:
+                raise ValueError(f"canasta_v0 reset: option 'deal' must be a DealId (seed, row, "
+                                 f"index) or an ExplicitDeal, got {short_repr(deal)}") from None
         self.state = init_from_deals(
             self.rules, [deal or DealId(self._base_seed, 0, self._episode_index)],  # type: ignore[arg-type]
             episode=self.episode)
@@ -159,8 +167,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self._was_dead_step(action)
             return
         state = self._state()
+        action = check_action(action, "canasta_v0 step")  # 3.7 is refused, not played as 3
         self._cumulative_rewards[agent] = 0.0
-        result = step_one(state, int(action))
+        result = step_one(state, action)
         self.rewards = {a: 0.0 for a in self.agents}
         if result.events[0] & EV_HAND_END:  # a hand was scored
             points = result.rewards[0]

@@ -63,8 +63,9 @@ from canasta_env.engine.layout import (
     P_EPISODE_GAME,
     PART_NAMES,
 )
+from canasta_env.messages import short_repr
 from canasta_env.rules import RulesError, RuleSet, load_rules
-from canasta_env.safe_yaml import decode_text, short_repr
+from canasta_env.safe_yaml import decode_text
 
 FORMAT = "canasta-hand-record"
 VERSION = 1

@@ -18,7 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from canasta_env.safe_yaml import load_yaml_mapping, parse_yaml_mapping, short_repr
+from canasta_env.messages import short_repr
+from canasta_env.safe_yaml import load_yaml_mapping, parse_yaml_mapping
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "upcard_policy": ("cover_and_freeze", "keep"),

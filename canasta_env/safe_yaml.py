@@ -22,44 +22,19 @@ Only PyYAML's safe constructors run: loading a file never builds an arbitrary ob
 from __future__ import annotations
 
 import functools
-import reprlib
 from pathlib import Path
 from typing import Any
+
+from canasta_env.messages import short_repr
 
 MAX_BYTES = 1 << 20  # 1 MiB: option files are a few kB
 MAX_DEPTH = 4  # collections inside each other: a rules file needs 3 (mapping > table > row)
 MAX_NODES = 10_000  # scalars and collections; a rules file has about 100
 MAX_INT_CHARS = 64
-QUOTE_LIMIT = 80
 
 
 class YamlFileError(ValueError):
     """A YAML option file cannot be read; the message names the file."""
-
-
-class _Repr(reprlib.Repr):
-    """``reprlib`` that also survives huge integers (``repr`` of one over 4300 digits raises)."""
-
-    def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 200:
-            return f"<integer of about {int(x.bit_length() * 0.30103)} digits>"
-        return repr(x)
-
-
-_REPR = _Repr()
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
-
-
-def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """``repr(value)`` for an error message: one line, at most ``limit`` characters, never raising
-    (huge integers, deep or self-referencing containers, a ``__repr__`` that fails)."""
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # a user object's __repr__ may raise anything
-        text = f"<{type(value).__name__} object>"
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class _Refused(Exception):

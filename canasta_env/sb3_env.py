@@ -9,7 +9,9 @@ build the list of info dicts. Contract (each point tested):
 * on an episode end ``done`` is true, ``info["terminal_observation"]`` is the learner's final view,
   ``info["TimeLimit.truncated"]`` marks step-cap truncations, and the returned observation is the
   first decision of the env's next deal;
-* ``seed(s)`` makes env i play the deals of a Gym env reset with ``seed=s + i``.
+* ``seed(s)`` makes env i play the deals of a Gym env reset with ``seed=s + i`` (``s + i`` must be
+  an integer in [0, 2**64): checked at once);
+* actions must be integers (a float array is refused, not truncated).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import numpy as np
 import numpy.typing as npt
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
+from canasta_env.engine.core import check_batch_size, check_seed
 from canasta_env.gym_env import CanastaVectorEnv
+from canasta_env.learner import env_actions
 
 
 class CanastaVecEnv(VecEnv):
@@ -30,6 +34,7 @@ class CanastaVecEnv(VecEnv):
     render_mode: str | None = None
 
     def __init__(self, num_envs: int = 64, rules: Any = "classic_2p", **options: Any) -> None:
+        num_envs = check_batch_size(num_envs, "CanastaVecEnv", "num_envs")
         self.venv = CanastaVectorEnv(num_envs, rules, **options)
         super().__init__(num_envs, self.venv.single_observation_space,
                          self.venv.single_action_space)
@@ -43,8 +48,15 @@ class CanastaVecEnv(VecEnv):
         self.reset_infos = [{} for _ in range(self.num_envs)]
         return obs.copy()
 
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Env i plays the deals of seed ``seed + i`` from the next ``reset()``; ``ValueError`` at
+        once unless every ``seed + i`` is an integer in [0, 2**64)."""
+        if seed is not None:
+            seed = check_seed(seed, "CanastaVecEnv.seed", span=self.num_envs)
+        return super().seed(seed)
+
     def step_async(self, actions: npt.NDArray[Any]) -> None:
-        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        self._actions = env_actions(actions, self.num_envs, "CanastaVecEnv step")
 
     def step_wait(self) -> tuple[Any, ...]:
         if self._actions is None:

@@ -1,6 +1,7 @@
 """Calibrate the CI learning test (``tests/train/test_learning.py``).
 
-    python scripts/calibrate_learning.py [--runs 5] [--first-seed 1]
+    python scripts/calibrate_learning.py [--runs 5] [--first-seed 1] [--algo maskable_ppo|ppo]
+                                         [--overlap true|false] [--precision auto|fp32|bf16]
 
 One *learning run* (``learning_gain``): MaskablePPO with the default ``TrainArgs`` hyperparameters on
 the ``classic_2p`` ``CanastaVecEnv`` against ``random``, for ``STEPS`` learner steps, one torch
@@ -54,8 +55,12 @@ def evaluate(policy: object, rules: object, deals: int = EVAL_DEALS) -> float:
     return float(result.summary(resamples=10)["mean_margin"])
 
 
-def learning_gain(seed: int, steps: int = STEPS) -> LearningRun:
-    """One learning run (see the module docstring)."""
+def learning_gain(seed: int, steps: int = STEPS, algo: str = "maskable_ppo",
+                  **options: object) -> LearningRun:
+    """One learning run (see the module docstring); ``algo="ppo"`` trains with the lean trainer
+    (``train.lean_ppo``) at the default ``TrainArgs`` plus ``options`` (e.g. ``overlap=False``)."""
+    if algo == "ppo":
+        return _lean_gain(seed, steps, **options)
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
@@ -88,15 +93,51 @@ def learning_gain(seed: int, steps: int = STEPS) -> LearningRun:
     return LearningRun(seed, before, after, seconds)
 
 
+def _lean_gain(seed: int, steps: int, **options: object) -> LearningRun:
+    import random
+
+    import numpy as np
+    import torch
+
+    from agents import make_agent
+    from canasta_env.rules import load_rules
+    from train.lean_ppo import LeanPPO
+    from train.ppo import TrainArgs
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        args = TrainArgs(seed=seed, algo="ppo", device="cpu", **options)  # type: ignore[arg-type]
+        rules = load_rules(RULES)
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        model = LeanPPO(args, rules, make_agent("random", rules))
+        before = evaluate(model.policy, rules)
+        start = time.perf_counter()
+        model.learn(steps)
+        seconds = time.perf_counter() - start
+        after = evaluate(model.policy, rules)
+    finally:
+        torch.set_num_threads(threads)
+    return LearningRun(seed, before, after, seconds)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--algo", choices=("maskable_ppo", "ppo"), default="maskable_ppo")
+    parser.add_argument("--overlap", choices=("true", "false"), default="true",
+                        help="algo ppo: collect while updating")
+    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     ns = parser.parse_args(argv)
+    options = {} if ns.algo == "maskable_ppo" else {"overlap": ns.overlap == "true",
+                                                    "precision": ns.precision}
     gains = []
     for seed in range(ns.first_seed, ns.first_seed + ns.runs):
-        r = learning_gain(seed, ns.steps)
+        r = learning_gain(seed, ns.steps, ns.algo, **options)
         gains.append(r.gain)
         print(f"seed {seed}: before {r.before:.1f}, after {r.after:.1f}, gain {r.gain:.1f} "
               f"({r.seconds:.1f} s training)", flush=True)

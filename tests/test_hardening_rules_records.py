@@ -15,6 +15,7 @@ import pytest
 import train.cli
 from agents import make_agent
 from canasta_env.engine import init, step
+from canasta_env.messages import short_repr
 from canasta_env.records import (
     MAX_LINE_BYTES,
     BatchRecorder,
@@ -25,7 +26,7 @@ from canasta_env.records import (
     write_records,
 )
 from canasta_env.rules import RulesError, load_rules, preset_names
-from canasta_env.safe_yaml import YamlFileError, load_yaml_mapping, short_repr
+from canasta_env.safe_yaml import YamlFileError, load_yaml_mapping
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("train.bench", "measure engine speed: random legal play, decisions and hands per second"),
     "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
-    "train": ("train.ppo", "train an agent with MaskablePPO on the batched VecEnv (--config FILE)"),
-    "selfplay": ("train.selfplay", "MaskablePPO against a pool of its own past checkpoints"),
+    "train": ("train.ppo", "train an agent with PPO on the batched engine (--config FILE, --algo)"),
+    "selfplay": ("train.selfplay", "PPO against a pool of its own past checkpoints"),
     "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
     "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
     "tournament": ("train.tournament_cli", "round robin or gauntlet of agents and checkpoints with ratings"),
@@ -90,14 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as exc:
         if debug:
             raise
+        from canasta_env.messages import one_line
+
         print(f"canasta {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
-
-
-def one_line(exc: BaseException, limit: int = 800) -> str:
-    """An exception's message on one line, at most ``limit`` characters."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 if __name__ == "__main__":

@@ -51,8 +51,10 @@ class FolderLock:
         if not _try_lock(fd):
             os.close(fd)
             raise self._locked_error()
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        pid = f"{os.getpid()}\n".encode()
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, pid)  # then truncate: a reader never sees an empty file
+        os.ftruncate(fd, len(pid))
         self._fd = fd
         return self
 

@@ -1,6 +1,8 @@
-"""``canasta train``: sb3-contrib MaskablePPO on the batched VecEnv, with TensorBoard logs,
-periodic evaluation on fixed duplicate deals, safe checkpoints and resume (weights, optimizer,
-counters, RNG states and the opponent pool; the envs restart on fresh deals).
+"""``canasta train``: PPO on the batched envs, with TensorBoard logs, periodic evaluation on fixed
+duplicate deals, safe checkpoints and resume (weights, optimizer, counters, RNG states and the
+opponent pool; the envs restart on fresh deals). Two trainers share everything but the loop:
+``algo: maskable_ppo`` (sb3-contrib's MaskablePPO on ``CanastaVecEnv``) and ``algo: ppo`` (the lean
+batched PPO of ``train.lean_ppo``: overlapped collection, bf16 where fast, CUDA); docs/training.md.
 
 One readable script (CleanRL style): the ``TrainArgs`` dataclass is the config (YAML files in
 ``configs/train/`` are serialised ``TrainArgs``; flags override single fields).
@@ -18,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
-from canasta_env.safe_yaml import short_repr
+from canasta_env.messages import short_repr
 
 
 @dataclass
@@ -52,6 +54,12 @@ class TrainArgs:
     snapshot_every: int = 100_000  # selfplay: learner steps between snapshots joining the pool
     pool_size: int = 10  # selfplay: past snapshots kept
     latest_ratio: float = 0.5  # selfplay: share of episodes against the latest policy
+    algo: str = "maskable_ppo"  # maskable_ppo (sb3-contrib) | ppo (train.lean_ppo); docs/training.md
+    device: str = "auto"  # auto | cpu | cuda (auto: cuda when torch sees a GPU)
+    precision: str = "auto"  # algo ppo: fp32 | bf16 | auto (bf16 where the CPU/GPU runs it fast)
+    overlap: bool = True  # algo ppo: collect the next rollout while the learner updates
+    max_grad_norm: float = 0.5
+    vf_coef: float = 0.5
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
@@ -87,7 +95,7 @@ def _check_types(data: dict[str, Any], where: str) -> None:
                              f"is not a {f.type}")
 
 
-# field -> (low, high, what): inclusive bounds every run must respect
+# field -> (low, high): inclusive bounds every run must respect
 _RANGES: dict[str, tuple[float, float]] = {
     "total_timesteps": (0, 10**12), "num_envs": (1, 1 << 20), "n_steps": (1, 1 << 20),
     "batch_size": (1, 1 << 24), "n_epochs": (1, 10_000), "learning_rate": (0.0, 10.0),
@@ -95,6 +103,12 @@ _RANGES: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
+    "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0),
+}
+# field -> allowed values
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "algo": ("ppo", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
+    "precision": ("auto", "fp32", "bf16"),
 }
 
 
@@ -113,6 +127,14 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
                          f"of 1 to {MAX_UNITS} units")
     if not args.eval_opponents or not args.run_dir:
         raise ValueError(f"{where}: eval_opponents and run_dir must not be empty")
+    for name, allowed in _CHOICES.items():
+        if getattr(args, name) not in allowed:
+            raise ValueError(f"{where}: training option {name!r} = {short_repr(getattr(args, name))} "
+                             f"is not one of {', '.join(allowed)}")
+    if args.max_grad_norm <= 0:
+        raise ValueError(f"{where}: max_grad_norm must be positive")
+    if args.algo == "maskable_ppo" and args.precision == "bf16":
+        raise ValueError(f"{where}: precision 'bf16' needs algo 'ppo' (maskable_ppo trains in fp32)")
 
 
 
@@ -121,7 +143,8 @@ def _fits(value: Any, kind: str) -> bool:
         return value is None or _fits(value, kind[: -len(" | None")])
     if kind.startswith("list"):
         element = int if "int" in kind else str
-        return isinstance(value, list) and all(isinstance(v, element) for v in value)
+        return isinstance(value, list) and all(isinstance(v, element) and not isinstance(v, bool)
+                                               for v in value)
     expected = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,)}[kind]
     return isinstance(value, expected) and (kind == "bool" or not isinstance(value, bool))
 
@@ -189,34 +212,33 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
     ``resume`` or ``overwrite`` (``train.run_dir``), and nothing is written before those checks.
     """
     from canasta_env.rules import load_rules
-    from train.run_dir import check_run, open_run, write_config
+    from train.run_dir import clear_run, open_run, write_config
 
     rules = load_rules(args.rules)
     run = Path(args.run_dir)
-    check_run(run, resume=resume, overwrite=overwrite)  # fail fast, before the slow imports
+    with open_run(run, resume=resume, overwrite=overwrite):  # before the slow imports: fails fast
+        import torch
 
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.logger import Logger, make_output_format
-    from stable_baselines3.common.vec_env import VecMonitor
+        from agents import make_agent
 
-    from agents import make_agent
-    from canasta_env.sb3_env import CanastaVecEnv
-    from train import run_callback
-    from train.progress_log import AppendingCSV
+        torch.set_num_threads(args.torch_threads)
+        if args.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("training option device = 'cuda', but torch sees no CUDA GPU "
+                             "(torch.cuda.is_available() is false); use device 'cpu' or 'auto'")
+        _check_rollout_memory(args, rules)
+        opponent: Any = None if selfplay else make_agent(args.opponent, rules)
+        for name in args.eval_opponents:  # refused now rather than at the first evaluation
+            make_agent(name, rules)
+        if args.eval_deal_set is not None:
+            from canasta_env.deal_sets import load_deal_set
 
-    torch.set_num_threads(args.torch_threads)
-    opponent: Any = None if selfplay else make_agent(args.opponent, rules)
-    for name in args.eval_opponents:  # refused now rather than at the first evaluation
-        make_agent(name, rules)
-    if args.eval_deal_set is not None:
-        from canasta_env.deal_sets import load_deal_set
-
-        if len(load_deal_set(args.eval_deal_set, rules)) < args.eval_deals:
-            raise ValueError(f"eval_deal_set {args.eval_deal_set!r} holds fewer than eval_deals = "
-                             f"{args.eval_deals} deals")
-    with open_run(run, resume=resume, overwrite=overwrite):
-        write_config(run, dataclasses.asdict(args))
+            if len(load_deal_set(args.eval_deal_set, rules)) < args.eval_deals:
+                raise ValueError(f"eval_deal_set {args.eval_deal_set!r} holds fewer than eval_deals = "
+                                 f"{args.eval_deals} deals")
+        if overwrite:
+            clear_run(run)
+        if not resume:  # a resume writes it once its checkpoint has loaded (``restore``)
+            write_config(run, dataclasses.asdict(args))
         random.seed(args.seed)
         np.random.seed(args.seed)
         torch.manual_seed(args.seed)
@@ -228,31 +250,135 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
                              args.pool_size)
             opponent = pool
-        venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
-        venv.seed(args.seed)
-        env = VecMonitor(venv)
-        model = MaskablePPO(
-            "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
-            n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
-            gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
-            policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device="cpu", verbose=0)
-        if pool is not None:
-            pool.members[0].policy = model.policy  # type: ignore[attr-defined]
-        if resume:
-            restore(model, run, rules, pool, strict=strict_resume)
-            # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
-            venv.seed(args.seed + model.num_timesteps)
-            model._last_obs = None  # type: ignore[assignment]
-        tb = str(run / "tb")
-        model.set_logger(Logger(tb, [make_output_format("tensorboard", tb), AppendingCSV(run / "tb" /
-                                                                                          "progress.csv")]))
-        _install_kill_points(model)
-        callback = run_callback.RunCallback(args, rules, run, pool)
-        remaining = max(0, args.total_timesteps - model.num_timesteps)
-        model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
-                    progress_bar=args.progress)
-        callback.checkpoint(model)
+        trainer = _train_lean if args.algo == "ppo" else _train_maskable
+        trainer(args, rules, run, opponent, pool, resume=resume, strict_resume=strict_resume)
     return run
+
+
+def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
+    """Refuse, before allocating, a rollout (``num_envs * n_steps`` observations, masks and
+    per-step numbers) that cannot fit in memory."""
+    from agents.checkpoint import current_layout
+    from canasta_env.engine.actions import NUM_ACTIONS
+    from canasta_env.engine.core import check_memory
+
+    steps = args.num_envs * args.n_steps
+    per_step = current_layout(rules)["obs_dim"] * 4 + NUM_ACTIONS + 64
+    check_memory(steps * per_step, f"a rollout of {steps:,} steps (num_envs x n_steps)", "train")
+
+
+def _logger(run: Path) -> Any:
+    """SB3's logger writing TensorBoard events and the appending ``progress.csv`` under RUN/tb."""
+    from stable_baselines3.common.logger import Logger, make_output_format
+
+    from train.progress_log import AppendingCSV
+
+    tb = str(run / "tb")
+    return Logger(tb, [make_output_format("tensorboard", tb), AppendingCSV(run / "tb" / "progress.csv")])
+
+
+def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
+                    strict_resume: bool) -> None:
+    """``algo: maskable_ppo``: sb3-contrib's MaskablePPO on ``CanastaVecEnv``."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from canasta_env.sb3_env import CanastaVecEnv
+    from train import run_callback
+
+    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
+    device = "cpu" if device == "auto" else device
+    venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
+    venv.seed(args.seed)
+    env = VecMonitor(venv)
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=args.n_steps, batch_size=args.batch_size,
+        n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
+        gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
+        vf_coef=args.vf_coef, max_grad_norm=args.max_grad_norm,
+        policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device=device, verbose=0)
+    if pool is not None:
+        pool.members[0].policy = model.policy  # type: ignore[attr-defined]
+    if resume:
+        restore(model, run, rules, pool, strict=strict_resume, args=args)
+        # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
+        venv.seed(args.seed + model.num_timesteps)
+        model._last_obs = None  # type: ignore[assignment]
+    model.set_logger(_logger(run))
+    _install_kill_points(model)
+    callback = run_callback.RunCallback(args, rules, run, pool)
+    remaining = max(0, args.total_timesteps - model.num_timesteps)
+    model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
+                progress_bar=args.progress)
+    callback.checkpoint(model)
+
+
+def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
+                strict_resume: bool) -> None:
+    """``algo: ppo``: ``train.lean_ppo.LeanPPO``, with the evaluations, checkpoints, snapshots and
+    logs of ``train.run_callback`` at its sync points."""
+    import time
+
+    from train import lean_ppo, run_callback
+
+    model = lean_ppo.LeanPPO(args, rules, opponent)
+    if pool is not None:
+        pool.members[0].policy = model.actor  # the opponent plays the collector's weights
+    if resume:
+        restore(model, run, rules, pool, strict=strict_resume, args=args)
+        model.reset_envs(args.seed + model.num_timesteps)
+    logger = _logger(run)
+    start_steps, started = model.num_timesteps, time.perf_counter()
+    last = dict.fromkeys(("eval", "ckpt", "snapshot"), model.num_timesteps)
+    bar = _progress_bar(args, model.num_timesteps)
+
+    def on_sync(m: lean_ppo.LeanPPO) -> None:
+        steps = m.num_timesteps
+        rate = (steps - start_steps) / (time.perf_counter() - started)
+        run_callback.record_episodes(logger, m.margins, rate)
+        if m.episode_returns:
+            logger.record("rollout/ep_rew_mean", float(np.mean(m.episode_returns[-100:])))
+            logger.record("rollout/ep_len_mean", float(np.mean(m.episode_lengths[-100:])))
+            del m.episode_returns[:-100], m.episode_lengths[:-100]
+        for key, value in m.train_stats.items():
+            if key != "update_s":
+                logger.record(f"train/{key}", value)
+        if steps - last["eval"] >= args.eval_every:
+            run_callback.evaluate(args, rules, m.policy, steps, logger)
+            last["eval"] = steps
+        if steps - last["ckpt"] >= args.checkpoint_every:
+            run_callback.save_run_checkpoint(args, rules, run, m.policy, steps, m._n_updates, pool)
+            last["ckpt"] = steps
+        if pool is not None and steps - last["snapshot"] >= args.snapshot_every:
+            run_callback.snapshot(pool, m.policy, steps)
+            run_callback.save_run_checkpoint(args, rules, run, m.policy, steps, m._n_updates, pool)
+            logger.record("selfplay/pool_size", len(pool.past))
+            last["snapshot"] = steps
+        logger.record("time/total_timesteps", steps)
+        logger.record("time/fps", int((steps - start_steps) / max(time.perf_counter() - started, 1e-9)))
+        logger.dump(step=steps)
+        if bar is not None:
+            bar.update(steps - bar.n)
+
+    try:
+        model.learn(args.total_timesteps, on_sync=on_sync)
+    finally:
+        if bar is not None:
+            bar.close()
+    run_callback.save_run_checkpoint(args, rules, run, model.policy, model.num_timesteps, model._n_updates,
+                                     pool)
+
+
+def _progress_bar(args: TrainArgs, done: int) -> Any:
+    """A tqdm bar over the learner steps when ``progress`` is on and tqdm is installed."""
+    if not args.progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=args.total_timesteps, initial=done, unit="step")
 
 
 def _check_optimizer_shapes(path: Path, optimizer: Any) -> None:
@@ -284,9 +410,12 @@ def _install_kill_points(model: Any) -> None:
     optimizer.step = step
 
 
-def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False) -> None:
+def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False,
+            args: TrainArgs | None = None) -> None:
     """Load the checkpoint a resume continues from (``train.run_dir.resume_checkpoint``: the latest
-    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG."""
+    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG. With
+    ``args``, their learning rate replaces the stored one and, once everything has loaded, they
+    become the run's ``config.json`` (a refused resume leaves the run as it was)."""
     from agents.checkpoint import (
         CheckpointError,
         current_layout,
@@ -295,19 +424,29 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
         restore_rng_state,
         validate_state,
     )
-    from train.run_dir import resume_checkpoint
+    from train.run_dir import resume_checkpoint, write_config
 
     remove_partial_checkpoints(run)
     path = resume_checkpoint(run, strict=strict)
     if path is None:
+        if args is not None:
+            write_config(run, dataclasses.asdict(args))
         return
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
     validate_state(path, ckpt.state, require=("num_timesteps", "rng"))
     if ckpt.optimizer_state is None:
         raise CheckpointError(f"{path}: holds no optimizer state; a run cannot resume from it")
-    model.policy.load_state_dict(ckpt.policy_state)
-    model.policy.optimizer.load_state_dict(ckpt.optimizer_state)
+    try:
+        model.policy.load_state_dict(ckpt.policy_state)
+        model.policy.optimizer.load_state_dict(ckpt.optimizer_state)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise CheckpointError(f"{path}: does not fit this run's network (net_arch "
+                              f"{args.net_arch if args else '?'}; {detail})") from None
     _check_optimizer_shapes(path, model.policy.optimizer)
+    if args is not None:
+        for group in model.policy.optimizer.param_groups:
+            group["lr"] = args.learning_rate
     model.num_timesteps = int(ckpt.state["num_timesteps"])
     model._n_updates = int(ckpt.state.get("n_updates", 0))
     restore_rng_state(ckpt.state["rng"])
@@ -316,3 +455,5 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
 
         for name in ckpt.state.get("opponent_pool", []):
             pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
+    if args is not None:
+        write_config(run, dataclasses.asdict(args))

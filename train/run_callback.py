@@ -1,5 +1,8 @@
-"""The callback of ``canasta train``/``selfplay``: Canasta statistics in the logs, evaluations on
-fixed deals, checkpoints and self-play snapshots, on SB3's callback hooks.
+"""What both trainers of ``canasta train``/``selfplay`` do besides learning: Canasta statistics in
+the logs, evaluations on fixed deals, checkpoints and self-play snapshots. One home for each as a
+function (``record_episodes``, ``evaluate``, ``save_run_checkpoint``, ``snapshot``), called by the
+lean trainer (``train.lean_ppo``) at its sync points and by ``RunCallback`` on SB3's hooks
+(``algo: maskable_ppo``).
 
 Its own module so that ``train.ppo`` (the options and the command) imports without torch or SB3.
 """
@@ -18,8 +21,72 @@ from agents.checkpoint import kill_point
 from train.ppo import TrainArgs
 
 
+def record_episodes(logger: Any, margins: list[float], steps_per_s: float) -> None:
+    """Log the final rewards of the episodes ended since the last call (mean, win rate) and the
+    learner steps per second; empties ``margins``."""
+    if margins:
+        arr = np.asarray(margins)
+        logger.record("canasta/final_reward_mean", float(arr.mean()))
+        logger.record("canasta/win_rate", float((arr > 0).mean()))
+        margins.clear()
+    logger.record("canasta/steps_per_s", steps_per_s)
+
+
+def evaluate(args: TrainArgs, rules: Any, policy: Any, num_timesteps: int,
+             logger: Any) -> dict[str, dict[str, float]]:
+    """Deterministic ``policy`` against each evaluation opponent on the fixed deal set, logged
+    under ``eval_<name>/...``."""
+    from agents import make_agent
+    from agents.learned import PolicyAgent
+    from agents.match import play_match
+
+    me = PolicyAgent(policy, deterministic=True)
+    deals: Any = args.eval_deals
+    if args.eval_deal_set is not None:
+        from canasta_env.deal_sets import load_deal_set
+
+        deals = load_deal_set(args.eval_deal_set, rules).deals(range(args.eval_deals))
+    results = {}
+    for name in args.eval_opponents:
+        record_to = Path(args.run_dir) / "eval_records.jsonl" if args.eval_records else None
+        summary = play_match(rules, me, make_agent(name, rules), deals, seed=args.eval_seed,
+                             record_to=record_to, labels=(f"policy@{num_timesteps}", name)).summary()
+        for key in ("mean_margin", "win_rate", "went_out", "opened"):
+            logger.record(f"eval_{name}/{key}", summary[key])
+        results[name] = summary
+    return results
+
+
+def save_run_checkpoint(args: TrainArgs, rules: Any, run: Path, policy: Any, num_timesteps: int,
+                        n_updates: int, pool: Any = None) -> Path:
+    """Checkpoint ``policy`` (weights, its optimizer), the counters, the RNG states and the
+    opponent pool's names into ``run`` (``agents.checkpoint`` format, one for both trainers)."""
+    from agents.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
+    from canasta_env.learner import default_reward_scale
+
+    state = {"num_timesteps": int(num_timesteps), "n_updates": int(n_updates), "rng": rng_state(),
+             "opponent_pool": pool.past if pool is not None else []}
+    config = dict(dataclasses.asdict(args), reward_scale=default_reward_scale(rules))
+    meta = build_meta(config=config, rules=rules, policy=policy)
+    return save_checkpoint(run, checkpoint_name(num_timesteps), policy_state=policy.state_dict(),
+                           optimizer_state=policy.optimizer.state_dict(), state=state, meta=meta)
+
+
+def snapshot(pool: Any, policy: Any, num_timesteps: int) -> None:
+    """Freeze a copy of ``policy`` into the self-play opponent pool (on the CPU, in eval mode);
+    the caller then writes the checkpoint it is reloaded from on resume."""
+    import copy
+
+    from agents.checkpoint import checkpoint_name
+    from agents.learned import PolicyAgent
+
+    frozen = copy.deepcopy(policy).eval()
+    pool.add(PolicyAgent(frozen, deterministic=False), checkpoint_name(num_timesteps))
+
+
 class RunCallback(BaseCallback):
-    """Logs Canasta statistics, evaluates on fixed deals and writes checkpoints."""
+    """SB3 hooks of ``algo: maskable_ppo``: logs Canasta statistics, evaluates on fixed deals and
+    writes checkpoints (the module's functions)."""
 
     def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None) -> None:
         super().__init__()
@@ -52,61 +119,20 @@ class RunCallback(BaseCallback):
         return True
 
     def snapshot(self) -> None:
-        """Freeze a copy of the current policy into the opponent pool and write the checkpoint
-        it is reloaded from on resume (that checkpoint lists the pool with itself in it)."""
-        import copy
-
-        from agents.checkpoint import checkpoint_name
-        from agents.learned import PolicyAgent
-
-        frozen = copy.deepcopy(self.model.policy).eval()
-        self.pool.add(PolicyAgent(frozen, deterministic=False), checkpoint_name(self.model.num_timesteps))
+        """Add the current policy to the pool and write the checkpoint it is reloaded from on
+        resume (that checkpoint lists the pool with itself in it)."""
+        snapshot(self.pool, self.model.policy, self.model.num_timesteps)
         self.checkpoint(self.model)
         self.logger.record("selfplay/pool_size", len(self.pool.past))
 
     def _on_rollout_end(self) -> None:
-        if self.margins:
-            arr = np.asarray(self.margins)
-            self.logger.record("canasta/final_reward_mean", float(arr.mean()))
-            self.logger.record("canasta/win_rate", float((arr > 0).mean()))
-            self.margins.clear()
         secs = time.perf_counter() - self.started
-        self.logger.record("canasta/steps_per_s", (self.model.num_timesteps - self.start_steps) / secs)
+        record_episodes(self.logger, self.margins, (self.model.num_timesteps - self.start_steps) / secs)
 
     def evaluate(self) -> dict[str, dict[str, float]]:
         """Deterministic policy against each evaluation opponent on the fixed deal set."""
-        from agents import make_agent
-        from agents.learned import PolicyAgent
-        from agents.match import play_match
-
-        me = PolicyAgent(self.model.policy, deterministic=True)
-        deals: Any = self.args.eval_deals
-        if self.args.eval_deal_set is not None:
-            from canasta_env.deal_sets import load_deal_set
-
-            deals = load_deal_set(self.args.eval_deal_set, self.rules).deals(range(self.args.eval_deals))
-        results = {}
-        for name in self.args.eval_opponents:
-            record_to = Path(self.args.run_dir) / "eval_records.jsonl" if self.args.eval_records else None
-            summary = play_match(self.rules, me, make_agent(name, self.rules), deals,
-                                 seed=self.args.eval_seed, record_to=record_to,
-                                 labels=(f"policy@{self.model.num_timesteps}", name)).summary()
-            for key in ("mean_margin", "win_rate", "went_out", "opened"):
-                self.logger.record(f"eval_{name}/{key}", summary[key])
-            results[name] = summary
-        return results
+        return evaluate(self.args, self.rules, self.model.policy, self.model.num_timesteps, self.logger)
 
     def checkpoint(self, model: Any) -> Path:
-        from agents.checkpoint import build_meta, checkpoint_name, rng_state, save_checkpoint
-
-        state = {"num_timesteps": int(model.num_timesteps),
-                 "n_updates": int(getattr(model, "_n_updates", 0)), "rng": rng_state(),
-                 "opponent_pool": self.pool.past if self.pool is not None else []}
-        from canasta_env.learner import default_reward_scale
-
-        config = dict(dataclasses.asdict(self.args), reward_scale=default_reward_scale(self.rules))
-        meta = build_meta(config=config, rules=self.rules, policy=model.policy)
-        return save_checkpoint(self.run, checkpoint_name(model.num_timesteps),
-                               policy_state=model.policy.state_dict(),
-                               optimizer_state=model.policy.optimizer.state_dict(),
-                               state=state, meta=meta)
+        return save_run_checkpoint(self.args, self.rules, self.run, model.policy, model.num_timesteps,
+                                   getattr(model, "_n_updates", 0), self.pool)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -19,15 +20,17 @@ from typing import Any
 
 from agents.checkpoint import (
     LATEST,
-    META_FILE,
     TMP_PREFIX,
     CheckpointError,
+    is_complete,
+    latest_name,
     list_checkpoints,
     load_checkpoint,
 )
 from train.folder_lock import FolderLock
 
 CONFIG_FILE = "config.json"
+CHECKPOINT_NAME = re.compile(r"ckpt_\d+")
 # What a run writes besides its checkpoint directories; --overwrite deletes these and nothing else.
 RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl")
 
@@ -38,11 +41,17 @@ class RunDirError(ValueError):
 
 
 def holds_run(run: Path) -> bool:
-    """Whether ``run`` holds a training run's files."""
+    """Whether ``run`` holds a training run's files (its config, ``latest`` or a checkpoint)."""
     if not run.is_dir():
         return False
     return any((run / name).exists() for name in (CONFIG_FILE, LATEST)) or any(
-        (p / META_FILE).is_file() for p in run.iterdir() if p.is_dir() and not p.name.startswith("."))
+        _is_checkpoint_dir(p) for p in run.iterdir())
+
+
+def _is_checkpoint_dir(path: Path) -> bool:
+    """A checkpoint of a run: complete, or named like one (``ckpt_<digits>``, possibly damaged)."""
+    return path.is_dir() and not path.is_symlink() and (
+        CHECKPOINT_NAME.fullmatch(path.name) is not None or is_complete(path))
 
 
 def check_run(run: Path, *, resume: bool, overwrite: bool) -> None:
@@ -57,15 +66,14 @@ def check_run(run: Path, *, resume: bool, overwrite: bool) -> None:
 
 
 def open_run(run: Path, *, resume: bool, overwrite: bool) -> FolderLock:
-    """Lock ``run`` for a fresh, resumed or replacing run (``check_run`` first); the caller
-    releases the lock when the run ends."""
+    """Lock ``run`` for a fresh, resumed or replacing run (``check_run`` first, and again under
+    the lock); the caller releases it when the run ends, and clears an old run (``clear_run``)
+    only once its own setup has succeeded, so a failing ``--overwrite`` loses nothing."""
     check_run(run, resume=resume, overwrite=overwrite)
     lock = FolderLock(run, "run directory")
     lock.acquire()
     try:
         _check_fits(run, resume, overwrite)  # another process may have started a run meanwhile
-        if overwrite:
-            clear_run(run)
     except BaseException:
         lock.release()
         raise
@@ -85,9 +93,7 @@ def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
 def clear_run(run: Path) -> None:
     """Delete a run's files (config, logs, checkpoints, partial writes); other files stay."""
     for p in list(run.iterdir()):
-        ours = p.name in RUN_FILES or p.name.startswith(TMP_PREFIX) or (
-            p.is_dir() and (p / META_FILE).is_file())
-        if ours:
+        if p.name in RUN_FILES or p.name.startswith(TMP_PREFIX) or _is_checkpoint_dir(p):
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
 
 
@@ -112,16 +118,15 @@ def write_config(run: Path, config: dict[str, Any]) -> None:
     os.replace(tmp, run / CONFIG_FILE)
 
 
-def resume_checkpoint(run: Path, *, strict: bool, verify: Any = None) -> Path | None:
+def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
     """The checkpoint a resume continues from: the one ``latest`` names if every file of it
     verifies, else (reported on stderr; an error under ``strict``) the newest one that does.
 
     Without a ``latest`` file (a kill between a checkpoint's rename and the pointer update) the newest
-    checkpoint is used as is. ``verify(path)`` is extra validation raising ``CheckpointError`` (e.g. of
-    ``state.json``'s counters). None when the run has no checkpoint yet (killed before its first).
+    checkpoint is used as is. None when the run has no checkpoint yet (killed before its first).
     """
     candidates = list_checkpoints(run)
-    named = _latest_name(run)
+    named = latest_name(run)
     problems: list[str] = []
     if named is not None:
         if (run / named).is_dir():
@@ -131,8 +136,6 @@ def resume_checkpoint(run: Path, *, strict: bool, verify: Any = None) -> Path | 
     for path in reversed(candidates):
         try:
             load_checkpoint(path)
-            if verify is not None:
-                verify(path)
         except CheckpointError as exc:
             problems.append(f"{path.name} is damaged: {exc}")
             continue
@@ -142,14 +145,6 @@ def resume_checkpoint(run: Path, *, strict: bool, verify: Any = None) -> Path | 
     if problems:
         _report(run, problems, None, strict)
     return None
-
-
-def _latest_name(run: Path) -> str | None:
-    try:
-        name = (run / LATEST).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return name if name and name == Path(name).name and not name.startswith(".") else None
 
 
 def _report(run: Path, problems: list[str], chosen: Path | None, strict: bool) -> None:

@@ -1,4 +1,4 @@
-"""``canasta selfplay``: MaskablePPO against a pool of the learner's own past checkpoints.
+"""``canasta selfplay``: PPO (either trainer) against a pool of the learner's own past checkpoints.
 
 Same options, logs, checkpoints and resume as ``canasta train``; the opponent of each env episode is
 the latest policy (probability ``latest_ratio``) or one of the last ``pool_size`` snapshots, taken

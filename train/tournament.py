@@ -327,6 +327,10 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         raise ValueError("records are written into the output folder: give --out")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"{out}: --out must be a folder, and this is a file")
+    if ladder is not None:
+        from train.tournament_report import read_ladder
+
+        read_ladder(Path(ladder))  # a bad ladder is refused now, not after the games
     lock = FolderLock(out, "tournament folder") if out is not None else None
     if lock is not None:
         lock.probe()

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from canasta_env.safe_yaml import short_repr
+from canasta_env.messages import short_repr
 
 # option -> (default, type): the flags' defaults, and what a --config file may hold
 OPTIONS: dict[str, tuple[Any, type]] = {

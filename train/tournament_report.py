@@ -114,16 +114,34 @@ def openskill_view(plan: Any, hands: dict[str, npt.NDArray[Any]], labels: list[s
 LADDER_FORMAT = "canasta-ladder"
 
 
+MAX_LADDER_BYTES = 64 << 20
+
+
 def read_ladder(path: Path) -> dict[str, Any]:
-    """A ladder file's content (an empty ladder if the file does not exist yet)."""
+    """A ladder file's content (an empty ladder if the file does not exist yet); a file that is
+    not a ladder (not a regular file, too large, not JSON, wrong shape) is a ``ValueError``."""
     if not path.exists():
         return {"format": LADDER_FORMAT, "model": "PlackettLuce", "ratings": {}, "tournaments": []}
+    if not path.is_file():
+        raise ValueError(f"ladder {path}: not a regular file")
+    with path.open("rb") as f:
+        raw = f.read(MAX_LADDER_BYTES + 1)
+    if len(raw) > MAX_LADDER_BYTES:
+        raise ValueError(f"ladder {path}: larger than {MAX_LADDER_BYTES} bytes; not a ladder file")
     try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"ladder {path}: not valid JSON ({e})") from e
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as e:
+        raise ValueError(f"ladder {path}: not valid JSON ({' '.join(str(e).split())[:120]})") from None
     if not isinstance(data, dict) or data.get("format") != LADDER_FORMAT:
         raise ValueError(f"ladder {path}: not a {LADDER_FORMAT} file")
+    ratings, done = data.get("ratings"), data.get("tournaments")
+    numeric = ("mu", "sigma", "ordinal", "games")
+    if not (isinstance(ratings, dict) and isinstance(done, list) and all(isinstance(t, str) for t in done)
+            and all(isinstance(r, dict) and all(isinstance(r.get(k), int | float)
+                                                 and not isinstance(r.get(k), bool) for k in numeric)
+                    for r in ratings.values())):
+        raise ValueError(f"ladder {path}: 'ratings' must map entrants to {', '.join(numeric)} and "
+                         "'tournaments' must list ids")
     return data
 
 

@@ -1,12 +1,17 @@
 """The batch engine's Python API: ``init``, ``step``, ``reset_rows``, ``clone`` and deal replay.
 
-The Python layer only allocates arrays, calls the compiled kernels and returns arrays; every rule
-lives in the kernels. ``step`` mutates the ``State`` it is given (like pgx's functional ``step``,
-but in place, to avoid copying a large batch every decision).
+The Python layer only checks its arguments, allocates arrays, calls the compiled kernels and
+returns arrays; every rule lives in the kernels. The kernels do not bounds-check, so every public
+function refuses bad ``rows``/``actions``/seeds (``ValueError``, ``RowIndexError``) before a kernel
+runs, and ``init`` refuses a batch that cannot fit in memory before allocating it. ``step``
+mutates the ``State`` it is given (like pgx's functional ``step``, but in place, to avoid copying a
+large batch every decision).
 """
 
 from __future__ import annotations
 
+import operator
+import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +45,7 @@ from canasta_env.engine.layout import (
     F_TURN_FLAGS,
     F_TURN_VALUE,
     F_WENT_OUT,
+    NUM_PARAMS,
     NUM_PARTS,
     O_CJOK,
     O_CKINDS,
@@ -71,6 +77,7 @@ from canasta_env.engine.layout import (
     pack_params,
 )
 from canasta_env.engine.observation import obs_dim, observe_kernel
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -278,38 +285,248 @@ class State:
         """(B, sides, 5) parts of the last hand score (layout.PART_NAMES)."""
         return self._block(O_PARTS, self.num_sides, NUM_PARTS)
 
+    def row_index(self, b: object, what: str = "row") -> int:
+        """``b`` as a row of this batch: an integer in ``[0, num_games)`` (negative indices are
+        refused, not wrapped); ``RowIndexError`` otherwise."""
+        i = check_int(b, what, "State")
+        if not 0 <= i < self.num_games:
+            raise RowIndexError(f"State: {what} {short_repr(i)} is out of range for a batch of "
+                                f"{self.num_games} games")
+        return i
+
     def stock(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s stock, bottom first (the last element is the next card drawn)."""
+        b = self.row_index(b)
         start = int(self.params[O_STOCK])
         return self.data[b, start: start + int(self.data[b, F_STOCK_LEN])]
 
     def pile(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s discard pile, bottom first (the last element is the top card)."""
+        b = self.row_index(b)
         start = int(self.params[O_PILE])
         return self.data[b, start: start + int(self.data[b, F_PILE_LEN])]
 
     def deal_id(self, b: int) -> DealId:
         """Address of the deal row ``b`` is playing."""
-        d = self.data[b]
+        d = self.data[self.row_index(b)]
         seed = (int(d[F_SEED_HI]) & 0xFFFFFFFF) << 32 | (int(d[F_SEED_LO]) & 0xFFFFFFFF)
         return DealId(seed, int(d[F_DEAL_ROW]), int(d[F_DEAL_INDEX]))
 
     def legal_actions(self, b: int) -> list[int]:
         """Legal action indices of row ``b``."""
-        return [int(a) for a in np.flatnonzero(self.legal_action_mask[b])]
+        return [int(a) for a in np.flatnonzero(self.legal_action_mask[self.row_index(b)])]
 
     def refresh_mask(self) -> None:
         """Recompute every mask after the arrays were edited from Python."""
         kernels.refresh_masks(self.data, self.legal_action_mask, self.params)
 
 
-def _new_state(rules: RuleSet | str, num_games: int, episode: str) -> State:
+# ---- input validation ------------------------------------------------------------------------
+# The kernels index rows without bounds checks (numba), so every public entry point checks its
+# ``rows``/``actions`` first; the package's own loops, which build their rows themselves, call the
+# ``_*_unchecked`` twins directly (the checks cost a few microseconds a call, a visible share of a
+# batch-1 step).
+
+MAX_GAMES = 2**31 - 1  # deal addresses store the row in an int32
+SEED_LIMIT = 2**64
+_ROW_OVERHEAD = 64  # bytes per game of temporaries while dealing (seeds, row ids, events, arange)
+
+
+class RowIndexError(IndexError, ValueError):
+    """A row index outside the batch (an ``IndexError`` that is also a ``ValueError``, so callers
+    that turn user mistakes into messages catch it)."""
+
+
+def _int_vector(fn: str, name: str, values: object,
+                error: type[ValueError] = ValueError) -> np.ndarray:
+    """``values`` as a 1-D array of an integer dtype (its own, not converted); ``ValueError`` for
+    bools, floats, strings, objects and other shapes, ``error`` for Python ints beyond 64 bits. An
+    empty sequence is an empty int64 array."""
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iu":
+        return values
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if not isinstance(values, np.ndarray) and (arr is None or arr.dtype.kind in "fO"):
+        _refuse_huge_ints(fn, name, values, error)  # numpy made floats or objects of big ints
+    if arr is None or arr.dtype == object:
+        raise ValueError(f"{fn}: {name} must be a 1-D sequence of integers, got "
+                         f"{short_repr(values)}")
+    if arr.ndim == 1 and arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{fn}: {name} must be 1-D, got shape {arr.shape} ({short_repr(values)})")
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{fn}: {name} must hold integers, got dtype {arr.dtype} "
+                         f"({short_repr(values)})")
+    return arr
+
+
+def _refuse_huge_ints(fn: str, name: str, values: object, error: type[ValueError]) -> None:
+    """Raise ``error`` naming the first entry when ``values`` is a flat sequence of Python ints
+    one of which does not fit in an int64; return otherwise."""
+    try:
+        items = np.asarray(values, dtype=object)
+    except (ValueError, TypeError):
+        return
+    if items.ndim != 1 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                  for v in items):
+        return
+    for i, v in enumerate(items):
+        if not -(2**63) <= v < 2**63:
+            raise error(f"{fn}: {name}[{i}] = {short_repr(int(v))} is out of range")
+
+
+def check_rows(state: State, rows: object, fn: str, *, unique: bool = False
+               ) -> npt.NDArray[np.int64]:
+    """``rows`` as int64 row indices of ``state``, each in ``[0, num_games)`` (negative indices are
+    refused, not wrapped) and, with ``unique``, each listed once; raises ``RowIndexError`` or
+    ``ValueError`` naming ``fn`` and the first bad entry."""
+    idx = _int_vector(fn, "rows", rows, RowIndexError)
+    n = state.num_games
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        i = int(np.flatnonzero((idx < 0) | (idx >= n))[0])
+        raise RowIndexError(f"{fn}: rows[{i}] = {int(idx[i])} is out of range for a batch of "
+                            f"{n} games")
+    idx = idx.astype(np.int64, copy=False)
+    if unique and idx.size > 1:
+        seen = np.zeros(n, dtype=np.bool_)
+        seen[idx] = True
+        if np.count_nonzero(seen) != idx.size:
+            first = np.unique(idx, return_index=True)[1]
+            i = int(np.setdiff1d(np.arange(idx.size), first)[0])
+            raise ValueError(f"{fn}: rows[{i}] = {int(idx[i])} is listed twice; each row may "
+                             "appear once")
+    return idx
+
+
+def check_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
+    """``actions`` as ``n`` int64 actions; ``ValueError`` for non-integers (3.7 is refused, not
+    played as 3), bools and a wrong count. Out-of-range integers stay: ``step`` flags them illegal
+    (like any action the mask refuses) and ``-1`` is the usual "no action" of finished rows."""
+    acts = _int_vector(fn, "actions", actions)
+    if acts.shape[0] != n:
+        raise ValueError(f"{fn}: expected {n} actions (one per row), got {acts.shape[0]}")
+    if acts.dtype.kind == "u":  # keep huge unsigned values out of range rather than wrapped
+        acts = np.minimum(acts, NUM_ACTIONS)
+    return acts.astype(np.int64, copy=False)
+
+
+def check_int(value: object, name: str, fn: str) -> int:
+    """``value`` as a Python int: ints and numpy integers (0-d arrays included); ``ValueError`` for
+    bools, floats (even 3.0), strings and the rest."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{fn}: {name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"{fn}: {name} must be an integer, got {short_repr(value)} "
+                         f"({type(value).__name__})") from None
+
+
+def check_action(action: object, fn: str) -> int:
+    """One action as a Python int (see ``check_int``); its range is the caller's business."""
+    return check_int(action, "action", fn)
+
+
+def check_seed(seed: object, fn: str, name: str = "seed", span: int = 1) -> int:
+    """A seed as a Python int in ``[0, 2**64 - span]`` (``span`` consecutive seeds ``seed + i``
+    must all fit the engine's 64-bit deal addresses)."""
+    s = check_int(seed, name, fn)
+    if not 0 <= s <= SEED_LIMIT - span:
+        more = f" (and {name} + {span - 1} for {span} envs)" if span > 1 else ""
+        raise ValueError(f"{fn}: {name} = {short_repr(s)} is out of range: seeds are integers in "
+                         f"[0, 2**64){more}")
+    return s
+
+
+def check_batch_size(value: object, fn: str, name: str = "num_games") -> int:
+    """A batch size as a Python int in ``[1, MAX_GAMES]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{fn}: {name} must be an integer >= 1, got {short_repr(value)} "
+                         f"({type(value).__name__})")
+    n = int(value)
+    if not 1 <= n <= MAX_GAMES:
+        raise ValueError(f"{fn}: {name} must be in [1, {MAX_GAMES}], got {n}")
+    return n
+
+
+def _check_state(state: State, fn: str) -> None:
+    """The arrays a kernel will index have the shapes and dtypes the parameter vector implies."""
+    data, mask, prm = state.data, state.legal_action_mask, state.params
+    if not (isinstance(prm, np.ndarray) and prm.dtype == np.int32 and prm.shape == (NUM_PARAMS,)
+            and isinstance(data, np.ndarray) and data.dtype == np.int32 and data.ndim == 2
+            and data.shape[1] == prm[P_WIDTH] and isinstance(mask, np.ndarray)
+            and mask.dtype == np.bool_ and mask.shape == (data.shape[0], NUM_ACTIONS)):
+        raise ValueError(f"{fn}: the state's arrays do not match its parameters (data, "
+                         "legal_action_mask or params were replaced); make it with init()")
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: ``MemAvailable`` from ``/proc/meminfo`` (capped by a
+    cgroup v2 limit when one is set), else free physical pages; ``None`` when unknown."""
+    avail = _meminfo_available()
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    limit = _cgroup_available()
+    return avail if limit is None else min(avail, limit)
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            limit = f.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as f:
+            used = int(f.read().strip())
+        return max(int(limit) - used, 0)
+    except (OSError, ValueError):
+        return None
+
+
+def batch_bytes(params: npt.NDArray[np.int32], num_games: int, extra_per_game: int = 0) -> int:
+    """Bytes a batch of ``num_games`` needs: the packed rows (``4 * width`` each), the masks, the
+    temporaries of dealing, plus ``extra_per_game`` (a vector env's observation buffers)."""
+    return num_games * (int(params[P_WIDTH]) * 4 + NUM_ACTIONS + _ROW_OVERHEAD + extra_per_game)
+
+
+def check_memory(needed: int, what: str, fn: str) -> None:
+    """``ValueError`` before allocating when ``needed`` bytes exceed the memory available (no
+    refusal when the available memory is unknown)."""
+    avail = available_memory()
+    if avail is not None and needed > avail:
+        raise ValueError(f"{fn}: {what} needs about {needed:,} bytes ({needed / 2**30:.1f} GiB) "
+                         f"but only {avail:,} bytes ({avail / 2**30:.1f} GiB) of memory are "
+                         "available; use a smaller batch")
+
+
+# ---- batches and deals -----------------------------------------------------------------------
+
+def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = "init") -> State:
+    n = check_batch_size(num_games, fn)
     rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
-    if num_games < 1:
-        raise ValueError(f"num_games must be >= 1, got {num_games}")
     params = pack_params(rules, episode)
-    data = np.zeros((num_games, int(params[P_WIDTH])), dtype=np.int32)
-    mask = np.zeros((num_games, NUM_ACTIONS), dtype=np.bool_)
+    check_memory(batch_bytes(params, n), f"a batch of {n:,} {rules.name} games", fn)
+    data = np.zeros((n, int(params[P_WIDTH])), dtype=np.int32)
+    mask = np.zeros((n, NUM_ACTIONS), dtype=np.bool_)
     return State(rules, params, data, mask)
 
 
@@ -319,17 +536,58 @@ def _split_seeds(seeds: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int32], 
     return lo, hi
 
 
-def _deal(state: State, rows: npt.NDArray[np.int64], deals: list[DealId]) -> npt.NDArray[np.int32]:
-    for d in deals:
-        if not (0 <= int(d.seed) < 2**64 and 0 <= int(d.row) < 2**31 and 0 <= int(d.index) < 2**31):
-            raise ValueError(f"DealId {d} out of range: seed in [0, 2**64), row and index in [0, 2**31)")
-    seeds = np.array([int(d.seed) for d in deals], dtype=np.uint64)
+def _check_deal_id(deal: object, fn: str, where: str) -> DealId:
+    """A DealId (or a ``(seed, row, index)`` tuple) with integer fields in range."""
+    if not isinstance(deal, tuple) or isinstance(deal, ExplicitDeal) or len(deal) != 3:
+        raise ValueError(f"{fn}: {where} must be a DealId (seed, row, index), got "
+                         f"{short_repr(deal)}")
+    seed = check_seed(deal[0], fn, f"{where}.seed")
+    row, index = (check_int(v, f"{where}.{k}", fn) for k, v in (("row", deal[1]),
+                                                                  ("index", deal[2])))
+    for k, v in (("row", row), ("index", index)):
+        if not 0 <= v <= MAX_GAMES:
+            raise ValueError(f"{fn}: {where}.{k} = {short_repr(v)} is out of range [0, 2**31)")
+    return DealId(seed, row, index)
+
+
+def _deal_arrays(state: State, rows: npt.NDArray[np.int64], seeds: npt.NDArray[np.uint64],
+                 deal_rows: npt.NDArray[np.int32], deal_index: npt.NDArray[np.int32]
+                 ) -> npt.NDArray[np.int32]:
     lo, hi = _split_seeds(seeds)
     events = np.zeros(len(rows), dtype=np.int32)
-    kernels.deal_kernel(state.data, state.legal_action_mask, state.params, rows.astype(np.int64),
-                        lo, hi, np.array([d.row for d in deals], dtype=np.int32),
-                        np.array([d.index for d in deals], dtype=np.int32), events)
+    kernels.deal_kernel(state.data, state.legal_action_mask, state.params, rows, lo, hi,
+                        deal_rows, deal_index, events)
     return events
+
+
+def _deal(state: State, rows: npt.NDArray[np.int64], deals: list[DealId]) -> npt.NDArray[np.int32]:
+    return _deal_arrays(state, rows, np.array([d.seed for d in deals], dtype=np.uint64),
+                        np.array([d.row for d in deals], dtype=np.int32),
+                        np.array([d.index for d in deals], dtype=np.int32))
+
+
+def _seed_array(seed: object, n: int, fn: str) -> npt.NDArray[np.uint64]:
+    """``n`` per-row seeds, each an integer in [0, 2**64)."""
+    try:
+        arr = np.asarray(seed).ravel()
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"{fn}: seed must be an int or a sequence of ints, got "
+                         f"{short_repr(seed)}") from None
+    if arr.dtype == object or (arr.dtype.kind == "f" and not isinstance(seed, np.ndarray)):
+        # Python ints beyond int64 (numpy makes objects or floats of them): check each one
+        items = np.asarray(seed, dtype=object).ravel()
+        arr = np.array([check_seed(s, fn, f"seed[{i}]") for i, s in enumerate(items)],
+                       dtype=np.uint64)
+    elif arr.dtype.kind not in "iu":
+        raise ValueError(f"{fn}: seeds must be integers, got dtype {arr.dtype} "
+                         f"({short_repr(seed)})")
+    elif arr.size and arr.min() < 0:
+        i = int(np.flatnonzero(arr < 0)[0])
+        raise ValueError(f"{fn}: seed[{i}] = {int(arr[i])} is out of range: seeds are integers "
+                         "in [0, 2**64)")
+    if arr.size != n:
+        raise ValueError(f"{fn}: got {arr.size} seeds for {n} games")
+    return arr.astype(np.uint64)
 
 
 def init(rules: RuleSet | str, num_games: int, seed: int | npt.ArrayLike = 0,
@@ -338,21 +596,26 @@ def init(rules: RuleSet | str, num_games: int, seed: int | npt.ArrayLike = 0,
 
     Args:
         rules: a resolved ``RuleSet`` or a preset name.
-        num_games: batch size B.
+        num_games: batch size B; refused before allocating when it cannot fit in memory.
         seed: an int (row b plays DealId(seed, b, 0)) or a sequence of B per-row seeds (row b
             plays DealId(seeds[b], 0, 0), so SB3's ``seed + i`` maps onto rows).
         episode: ``"hand"`` (an episode is one hand) or ``"game"`` (hands to the target, C33).
     """
-    state = _new_state(rules, num_games, episode)
-    rows = np.arange(num_games)
-    if np.ndim(seed) == 0:
-        deals = [DealId(int(seed), b, 0) for b in range(num_games)]  # type: ignore[arg-type]
+    n = check_batch_size(num_games, "init")
+    try:
+        scalar = np.ndim(seed) == 0  # type: ignore[arg-type]
+    except (ValueError, TypeError):  # ragged: _seed_array names it
+        scalar = False
+    if scalar:
+        one_seed = check_seed(seed, "init")
+        state = _new_state(rules, n, episode, "init")
+        seeds = np.full(n, one_seed, dtype=np.uint64)
+        deal_rows = np.arange(n, dtype=np.int32)
     else:
-        seeds = [int(s) for s in np.asarray(seed).ravel()]
-        if len(seeds) != num_games:
-            raise ValueError(f"got {len(seeds)} seeds for {num_games} games")
-        deals = [DealId(s, 0, 0) for s in seeds]
-    _deal(state, rows, deals)
+        seeds = _seed_array(seed, n, "init")
+        state = _new_state(rules, n, episode, "init")
+        deal_rows = np.zeros(n, dtype=np.int32)
+    _deal_arrays(state, state.all_rows, seeds, deal_rows, np.zeros(n, dtype=np.int32))
     return state
 
 
@@ -360,36 +623,67 @@ def init_from_deals(rules: RuleSet | str, deals: list[DealId] | list[ExplicitDea
                     *, episode: str = "hand") -> State:
     """A batch replaying the given deals: DealIds (row b re-dealt exactly as its address says) or
     explicit deals (deck order and dealer, stable across library and numpy versions)."""
+    deals = _deal_list(deals, "init_from_deals")
     if not deals:
-        raise ValueError("no deals given")
-    state = _new_state(rules, len(deals), episode)
-    redeal(state, np.arange(len(deals)), deals)
+        raise ValueError("init_from_deals: no deals given")
+    state = _new_state(rules, len(deals), episode, "init_from_deals")
+    _redeal_unchecked(state, state.all_rows, deals, "init_from_deals")
     return state
+
+
+def _deal_list(deals: object, fn: str) -> list:  # type: ignore[type-arg]
+    if isinstance(deals, (DealId, ExplicitDeal)):
+        raise ValueError(f"{fn}: deals must be a list of deals, got a single {type(deals).__name__}")
+    try:
+        return list(deals)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"{fn}: deals must be a list of DealIds or ExplicitDeals, got "
+                         f"{short_repr(deals)}") from None
 
 
 def redeal(state: State, rows: npt.ArrayLike, deals: list[DealId] | list[ExplicitDeal]) -> None:
     """Start a new game on each listed row from the given DealIds or explicit deals."""
-    idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+    _check_state(state, "redeal")
+    idx = check_rows(state, rows, "redeal", unique=True)
+    deals = _deal_list(deals, "redeal")
     if len(deals) != idx.size:
-        raise ValueError(f"{len(deals)} deals for {idx.size} rows")
-    if not all(isinstance(d, ExplicitDeal) for d in deals):
-        _deal(state, idx, [DealId(*d) for d in deals])
+        raise ValueError(f"redeal: {len(deals)} deals for {idx.size} rows")
+    _redeal_unchecked(state, idx, deals, "redeal")
+
+
+def _redeal_unchecked(state: State, idx: npt.NDArray[np.int64], deals: list, fn: str  # type: ignore[type-arg]
+                      ) -> None:
+    """Deal valid ``rows`` (the deals themselves are still checked: they may come from a user)."""
+    if not any(isinstance(d, ExplicitDeal) for d in deals):
+        _deal(state, idx, [_check_deal_id(d, fn, f"deals[{i}]") for i, d in enumerate(deals)])
         return
+    if not all(isinstance(d, ExplicitDeal) for d in deals):
+        raise ValueError(f"{fn}: deals must be all DealIds or all ExplicitDeals, not a mix")
     deck = int(state.params[P_DECK])
     expected = np.bincount(_deck_order(state), minlength=NUM_KINDS)
     orders = np.zeros((len(deals), deck), dtype=np.int32)
+    dealers = np.zeros(len(deals), dtype=np.int32)
     for i, d in enumerate(deals):
-        order = np.asarray(d.order)  # type: ignore[union-attr,attr-defined]
-        if order.shape != (deck,) or not np.array_equal(
-                np.bincount(order.astype(np.int64), minlength=NUM_KINDS), expected):
-            raise ValueError(f"explicit deal {i}: order is not a permutation of the "
-                             f"{deck}-card deck of {state.rules.name}")
-        orders[i] = order
-    dealers = np.array([int(d.dealer) for d in deals], dtype=np.int32)  # type: ignore[union-attr]
-    if np.any((dealers < 0) | (dealers >= state.num_players)):
-        raise ValueError(f"explicit deal dealer out of range [0, {state.num_players})")
+        orders[i] = _check_order(d.order, expected, state, fn, i)
+        dealer = check_int(d.dealer, f"deals[{i}].dealer", fn)
+        if not 0 <= dealer < state.num_players:
+            raise ValueError(f"{fn}: deals[{i}].dealer = {short_repr(dealer)} is out of range "
+                             f"[0, {state.num_players})")
+        dealers[i] = dealer
     kernels.explicit_deal_kernel(state.data, state.legal_action_mask, state.params, idx, orders,
                                  dealers)
+
+
+def _check_order(order: object, expected: np.ndarray, state: State, fn: str, i: int
+                 ) -> npt.NDArray[np.int64]:
+    """An explicit deal's deck order: integers, one per card of the rule set's deck."""
+    deck = int(state.params[P_DECK])
+    arr = _int_vector(fn, f"deals[{i}].order", order)
+    if arr.shape != (deck,) or arr.min() < 0 or arr.max() >= NUM_KINDS or not np.array_equal(
+            np.bincount(arr.astype(np.int64), minlength=NUM_KINDS), expected):
+        raise ValueError(f"{fn}: explicit deal {i}: order is not a permutation of the "
+                         f"{deck}-card deck of {state.rules.name}")
+    return arr.astype(np.int64, copy=False)
 
 
 def _deck_order(state: State) -> npt.NDArray[np.int64]:
@@ -403,7 +697,11 @@ def explicit_deal(rules: RuleSet | str, deal: DealId, hand: int = 0) -> Explicit
     later hands passes left, C4)."""
     from canasta_env.engine.deal import shuffled_order
 
-    state = _new_state(rules, 1, "hand")
+    deal = _check_deal_id(deal, "explicit_deal", "deal")
+    hand = check_int(hand, "hand", "explicit_deal")
+    if not 0 <= hand <= MAX_GAMES:
+        raise ValueError(f"explicit_deal: hand = {hand} is out of range [0, 2**31)")
+    state = _new_state(rules, 1, "hand", "explicit_deal")
     order = np.empty(int(state.params[P_DECK]), dtype=np.int32)
     lo, hi = _split_seeds(np.array([deal.seed], dtype=np.uint64))
     dealer = shuffled_order(state.params, int(lo[0]), int(hi[0]), deal.row, deal.index, hand, order)
@@ -414,9 +712,16 @@ def explicit_deal(rules: RuleSet | str, deal: DealId, hand: int = 0) -> Explicit
     return ExplicitDeal(order.astype(np.int8), int(dealer))
 
 
+# ---- stepping and observing ------------------------------------------------------------------
+
 def reset_rows(state: State, rows: npt.ArrayLike) -> npt.NDArray[np.int32]:
     """Start each listed row's next deal, DealId(seed, row, index + 1); returns deal event bits."""
-    rows = np.asarray(rows, dtype=np.int64).ravel()
+    _check_state(state, "reset_rows")
+    return _reset_rows_unchecked(state, check_rows(state, rows, "reset_rows", unique=True))
+
+
+def _reset_rows_unchecked(state: State, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+    """``reset_rows`` for int64 rows known to be in range and distinct (the package's loops)."""
     if rows.size == 0:
         return np.zeros(0, dtype=np.int32)
     d = state.data[rows]
@@ -428,16 +733,27 @@ def reset_rows(state: State, rows: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 
 def step(state: State, actions: npt.ArrayLike, rows: npt.ArrayLike | None = None) -> StepResult:
-    """Apply one action per row, in place. Rows whose action is illegal are left unchanged and
-    flagged in ``illegal``; finished rows are no-ops.
+    """Apply one action per row, in place. Rows whose action is illegal (out of range included)
+    are left unchanged and flagged in ``illegal``; finished rows are no-ops.
 
-    With ``rows``, only those rows step (``actions[i]`` for ``rows[i]``) and every returned array
-    is indexed like ``rows``; the other rows are untouched.
+    With ``rows``, only those rows step (``actions[i]`` for ``rows[i]``, each row listed once) and
+    every returned array is indexed like ``rows``; the other rows are untouched.
+
+    Raises:
+        ValueError: non-integer actions or rows, a wrong number of actions, a repeated row.
+        RowIndexError: a row outside ``[0, num_games)`` (an ``IndexError`` and a ``ValueError``).
     """
-    acts = np.asarray(actions, dtype=np.int64).reshape(-1)
-    idx = state.all_rows if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
-    if acts.shape[0] != idx.shape[0]:
-        raise ValueError(f"expected {idx.shape[0]} actions, got {acts.shape[0]}")
+    _check_state(state, "step")
+    idx = None if rows is None else check_rows(state, rows, "step", unique=True)
+    n = state.num_games if idx is None else idx.shape[0]
+    return _step_unchecked(state, check_actions(actions, n, "step"), idx)
+
+
+def _step_unchecked(state: State, acts: npt.NDArray[np.int64],
+                    rows: npt.NDArray[np.int64] | None = None) -> StepResult:
+    """``step`` for int64 ``acts`` and int64 ``rows`` known to be in range and distinct: the
+    package's own loops, which build their rows themselves, skip the checks."""
+    idx = state.all_rows if rows is None else rows
     n = idx.shape[0]
     rewards = np.zeros((n, state.num_players), dtype=np.float32)
     status = np.zeros(n, dtype=np.int32)
@@ -455,12 +771,16 @@ def step(state: State, actions: npt.ArrayLike, rows: npt.ArrayLike | None = None
 
 
 def step_one(state: State, action: int) -> StepResult:
-    """Single-game path: like ``step`` on a batch of one, raising ``IllegalActionError``."""
+    """Single-game path: like ``step`` on a batch of one, raising ``IllegalActionError`` for an
+    illegal or out-of-range action and ``ValueError`` for a non-integer one."""
     if state.num_games != 1:
         raise ValueError("step_one needs a batch of one game")
-    result = step(state, [action])
+    a = check_action(action, "step_one")
+    if not 0 <= a < NUM_ACTIONS:
+        raise_illegal(state, 0, a)
+    result = step(state, [a])
     if result.illegal[0]:
-        raise_illegal(state, 0, action)
+        raise_illegal(state, 0, a)
     return result
 
 
@@ -468,29 +788,45 @@ def raise_illegal(state: State, b: int, action: int) -> None:
     """Raise ``IllegalActionError`` naming the row, the action and the legal ones."""
     name = ACTION_NAMES[action] if 0 <= int(action) < NUM_ACTIONS else "out of range"
     legal = ", ".join(f"{a} {ACTION_NAMES[a]}" for a in state.legal_actions(b))
-    raise IllegalActionError(f"row {b}: action {action} ({name}) is not legal; legal: {legal}")
+    raise IllegalActionError(f"row {b}: action {short_repr(action)} ({name}) is not legal; "
+                             f"legal: {legal}")
 
 
 def observe(state: State, players: npt.ArrayLike, rows: npt.ArrayLike | None = None
             ) -> npt.NDArray[np.float32]:
     """Observations ``(B, D)`` of each row from seat ``players[b]`` (observation.py lists the
-    pieces); with ``rows``, ``(len(rows), D)`` for those rows only."""
-    idx = state.all_rows if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
-    seats = np.asarray(players, dtype=np.int64)
+    pieces); with ``rows``, ``(len(rows), D)`` for those rows only (a row may repeat)."""
+    _check_state(state, "observe")
+    idx = state.all_rows if rows is None else check_rows(state, rows, "observe")
+    seats = np.asarray(players) if np.ndim(players) == 0 else _int_vector(
+        "observe", "players", players)
+    if seats.dtype.kind not in "iu":
+        raise ValueError(f"observe: players must be integer seats, got {short_repr(players)}")
+    if seats.ndim == 1 and seats.shape[0] not in (1, idx.shape[0]):
+        raise ValueError(f"observe: expected {idx.shape[0]} players (one per row), got "
+                         f"{seats.shape[0]}")
+    if seats.size and (seats.min() < 0 or seats.max() >= state.num_players):
+        raise ValueError(f"observe: players must be seats in [0, {state.num_players})")
+    return _observe_unchecked(state, seats.astype(np.int64, copy=False), idx)
+
+
+def _observe_unchecked(state: State, seats: npt.NDArray[np.int64],
+                       rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
+    """``observe`` for int64 seats in range (one per row, or one for all) and int64 rows in
+    range."""
+    idx = state.all_rows if rows is None else rows
     if seats.ndim == 0 or seats.shape[0] != idx.shape[0]:
         seats = np.broadcast_to(seats, idx.shape)
-    if seats.size and (seats.min() < 0 or seats.max() >= state.num_players):
-        raise ValueError(f"players must be seats in [0, {state.num_players})")
     out = np.empty((idx.shape[0], obs_dim(state.params)), dtype=np.float32)
     observe_kernel(state.data, state.params, idx, np.ascontiguousarray(seats), out)
     return out
 
 
 def clone(state: State, rows: npt.ArrayLike | None = None) -> State:
-    """A deep copy of the state, or of the listed rows only."""
+    """A deep copy of the state, or of the listed rows only (a row may repeat)."""
     if rows is None:
         return State(state.rules, state.params.copy(), state.data.copy(),
                      state.legal_action_mask.copy())
-    idx = np.asarray(rows, dtype=np.int64).ravel()
+    idx = check_rows(state, rows, "clone")
     return State(state.rules, state.params.copy(), state.data[idx].copy(),
                  state.legal_action_mask[idx].copy())

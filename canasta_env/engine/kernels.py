@@ -45,7 +45,7 @@ def _buffers(prm):
     return np.empty(prm[P_DECK], np.int32), np.empty(prm[P_WIDTH] + 8, np.int32)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
     """Apply ``actions[i]`` to row ``rows[i]`` if it is live and its mask allows it; refresh that
     row's mask. Outputs are indexed like ``rows``."""
@@ -77,7 +77,7 @@ def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
             status[i] = STEP_DEAD_END
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def deal_kernel(data, masks, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events):
     """Start a new game on each listed row from its DealId ``(seed, deal_row, deal_index)``."""
     order_buf, scratch = _buffers(prm)
@@ -89,7 +89,7 @@ def deal_kernel(data, masks, prm, rows, seed_lo, seed_hi, deal_rows, deal_index,
         fill_mask(row, prm, masks[rows[i]], scratch)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def explicit_deal_kernel(data, masks, prm, rows, orders, dealers):
     """Start a new game on each listed row from an explicit deck order and dealer."""
     _, scratch = _buffers(prm)
@@ -101,7 +101,7 @@ def explicit_deal_kernel(data, masks, prm, rows, orders, dealers):
         fill_mask(row, prm, masks[rows[i]], scratch)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def refresh_masks(data, masks, prm):
     """Recompute every row's mask (after a state was edited from Python, e.g. by a scenario)."""
     _, scratch = _buffers(prm)

@@ -254,7 +254,7 @@ def _encode(row, prm, me, out):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def observe_kernel(data, prm, rows, players, out):
     """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]``."""
     for i in range(rows.shape[0]):

@@ -34,6 +34,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "notobject.jsonl": b"[1, 2, 3]\n",
         "hugeint.jsonl": b'{"format": "canasta-record", "hand_number": ' + b"9" * 5000 + b"}\n",
         "ladder.json": b"{not json",
+        "shape_ladder.json": b'{"format": "canasta-ladder", "ratings": {"a": 1}, "tournaments": []}',
         "a_file": b"x",
     }
     for name, data in files.items():
@@ -55,9 +56,9 @@ CASES: list[list[str]] = [
     *_rules_cases(["demo"], "--rules"),
     ["demo", "--seed", "-1"],
     *_rules_cases(["train", *TRAIN], "--rules"),
-    *[["train", *TRAIN, "--config", f"{{{f}}}"] for f in ("billion.yaml", "utf16.yaml", "list.yaml", "dup.yaml",
-                                                        "deep.yaml", "badtype.yaml", "unknown.yaml", "a_dir",
-                                                        "missing")],
+    *[["train", *TRAIN, "--config", f"{{{f}}}"]
+      for f in ("billion.yaml", "utf16.yaml", "list.yaml", "dup.yaml", "deep.yaml", "badtype.yaml",
+                "unknown.yaml", "a_dir", "missing")],
     ["train", *TRAIN, "--num_envs", "0"], ["train", *TRAIN, "--num_envs", "10000000000"],
     ["train", *TRAIN, "--batch_size", "0"], ["train", *TRAIN, "--learning_rate", "nan"],
     ["train", *TRAIN, "--learning_rate", "-1"], ["train", *TRAIN, "--gamma", "2"],
@@ -65,7 +66,8 @@ CASES: list[list[str]] = [
     ["train", *TRAIN, "--total_timesteps", "-5"], ["train", *TRAIN, "--seed", "-1"],
     ["train", *TRAIN, "--opponent", "nonesuch"], ["train", *TRAIN, "--opponent", "{a_dir}"],
     ["train", *TRAIN, "--eval_opponents", "nonesuch"], ["train", *TRAIN, "--eval_deal_set", "nonesuch"],
-    ["train", *TRAIN[:2], "--run_dir", "{a_file}"], ["train", *TRAIN[:2], "--run_dir", "{tmp}/none", "--resume"],
+    ["train", *TRAIN[:2], "--run_dir", "{a_file}"],
+    ["train", *TRAIN[:2], "--run_dir", "{tmp}/none", "--resume"],
     ["selfplay", *TRAIN, "--pool_size", "0"], ["selfplay", *TRAIN, "--latest_ratio", "1.5"],
     ["selfplay", *TRAIN, "--config", "{billion.yaml}"],
     *_rules_cases(["play", "--hands", "1"], "--rules"),
@@ -86,6 +88,7 @@ CASES: list[list[str]] = [
     ["tournament", "--agents", "random", "greedy", "--hands", "2", "--out", "{a_file}"],
     ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{ladder.json}"],
     ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{a_dir}"],
+    ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{shape_ladder.json}"],
     ["tournament", "--agents", "random", "greedy", "--vs", "nonesuch"],
     ["tournament", "--agents", "random", "greedy", "--partners", "heuristic"],
     *[["tournament", "--config", f"{{{f}}}"] for f in ("billion.yaml", "utf16.yaml", "list.yaml", "dup.yaml",

@@ -33,8 +33,9 @@ def _train(run: Path, steps: int, *extra: str) -> subprocess.CompletedProcess[st
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
+    """sha256 of every file of the run (the lock file holds only its last holder's PID)."""
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def _progress(run: Path) -> list[dict[str, str]]:
@@ -58,8 +59,8 @@ def run(trained: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def test_fresh_train_on_an_existing_run_is_refused_and_changes_nothing(run: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_fresh_train_on_an_existing_run_is_refused_and_changes_nothing(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = _snapshot(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--total_timesteps", "512"]) == 2
     err = capsys.readouterr().err
@@ -77,10 +78,13 @@ def test_resume_on_a_folder_without_a_run_is_refused(tmp_path: Path,
 
 def test_overwrite_replaces_the_old_run(run: Path) -> None:
     (run / "notes.txt").write_text("mine")
+    (run / "data").mkdir()
+    (run / "data" / "meta.json").write_text("{}")  # not a checkpoint: kept
     proc = _train(run, 512, "--overwrite")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [p.name for p in list_checkpoints(run)] == ["ckpt_000000512"]
     assert (run / "notes.txt").read_text() == "mine", "files a run did not write are kept"
+    assert (run / "data" / "meta.json").read_text() == "{}"
     assert len(_progress(run)) == 1  # one rollout of 512 steps; the old rows are gone
 
 
@@ -89,9 +93,11 @@ def test_damaged_latest_is_reported_and_strict_resume_refuses(run: Path) -> None
     assert latest is not None and latest.name == "ckpt_000001024"
     optimizer = latest / "optimizer.pt"
     optimizer.write_bytes(optimizer.read_bytes()[:100])  # truncated
+    config = (run / "config.json").read_bytes()
     strict = _train(run, 1536, "--resume", "--strict-resume")
     assert strict.returncode == 2 and "Traceback" not in strict.stderr
     assert "optimizer.pt" in strict.stderr and "--strict-resume" in strict.stderr
+    assert (run / "config.json").read_bytes() == config, "a refused resume leaves the run as it was"
     rows_before = _progress(run)
     loose = _train(run, 1536, "--resume")
     assert loose.returncode == 0, loose.stderr[-2000:]
@@ -102,6 +108,15 @@ def test_damaged_latest_is_reported_and_strict_resume_refuses(run: Path) -> None
     kept = [{k: r[k] for k in rows_before[0]} for r in rows_after[:len(rows_before)]]
     assert kept == rows_before, "a resume must append, not truncate"
     assert len(rows_after) > len(rows_before)
+
+
+def test_resume_with_another_network_is_one_line_and_changes_nothing(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _snapshot(run)
+    assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--net_arch", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit this run's network" in err and "Traceback" not in err
+    assert _snapshot(run) == before
 
 
 def test_a_locked_run_directory_is_refused_naming_the_holder(run: Path,

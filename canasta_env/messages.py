@@ -1,0 +1,44 @@
+"""Quoting users' values and exceptions in one-line error messages, safely.
+
+Values in bad input may be huge (an integer of a million digits, a 100,000-deep list) or hostile (a
+``__repr__`` that raises); a message quotes them at most ``QUOTE_LIMIT`` characters long and never
+fails while doing so.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+QUOTE_LIMIT = 80
+
+
+class _Repr(reprlib.Repr):
+    """``reprlib`` that also survives huge integers (``repr`` of one over 4300 digits raises)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 200:
+            return f"<integer of about {int(x.bit_length() * 0.30103)} digits>"
+        return repr(x)
+
+
+_REPR = _Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+
+
+def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)`` for an error message: one line, at most ``limit`` characters, never raising
+    (huge integers, deep or self-referencing containers, a ``__repr__`` that fails)."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a user object's __repr__ may raise anything
+        text = f"<{type(value).__name__} object>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(exc: BaseException, limit: int = 800) -> str:
+    """An exception's message on one line, at most ``limit`` characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

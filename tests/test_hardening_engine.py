@@ -1,0 +1,273 @@
+"""Issue 12 (engine API and env adapters): bad rows, actions, seeds and batch sizes are refused
+with a one-line message before any kernel runs or anything large is allocated; nothing crashes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from canasta_env.engine import DealId, clone, core, explicit_deal, init, observe, redeal, reset_rows, step
+from canasta_env.engine.core import RowIndexError, available_memory, batch_bytes
+
+GIB = 2**30
+
+
+@pytest.fixture
+def state() -> core.State:
+    return init("classic_2p", 4, seed=1)
+
+
+def test_out_of_range_rows_exit_cleanly_in_a_fresh_process() -> None:
+    """The inputs that used to segfault or read garbage: the process ends with the exception."""
+    code = textwrap.dedent("""
+        from canasta_env.engine import init, observe, step
+        s = init("classic_2p", 4)
+        for call in (lambda: step(s, [0], rows=[4]), lambda: step(s, [0], rows=[-1]),
+                     lambda: observe(s, [0], rows=[1000])):
+            try:
+                call()
+            except IndexError as exc:
+                print("refused:", exc)
+        step(s, [0], rows=[10**8])
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.count("refused:") == 3, proc.stdout
+    assert "step: rows[0] = 100000000 is out of range for a batch of 4 games" in proc.stderr
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([4], r"step: rows\[0\] = 4 is out of range for a batch of 4 games"),
+    ([-1], r"rows\[0\] = -1 is out of range"),
+    ([10**8], r"rows\[0\] = 100000000 is out of range"),
+    ([1, 2**63], r"rows\[1\] = 9223372036854775808 is out of range"),
+    (np.array([0, 5], dtype=np.uint8), r"rows\[1\] = 5 is out of range"),
+    ([0, 2**70], r"rows\[1\] = 1180591620717411303424 is out of range"),
+])
+def test_step_refuses_rows_out_of_range_before_any_kernel(state: core.State, rows: list[int],
+                                                          match: str) -> None:
+    before = state.data.copy()
+    with pytest.raises(RowIndexError, match=match):
+        step(state, np.zeros(len(rows), dtype=np.int64), rows=rows)
+    assert np.array_equal(state.data, before)
+    assert issubclass(RowIndexError, IndexError) and issubclass(RowIndexError, ValueError)
+
+
+@pytest.mark.parametrize("rows, match", [
+    ([0.0], "rows must hold integers, got dtype float64"),
+    ([True], "rows must hold integers, got dtype bool"),
+    ([[0]], r"rows must be 1-D, got shape \(1, 1\)"),
+    ([0, 0], r"rows\[1\] = 0 is listed twice"),
+    ([0.5, 2**70], "rows must be a 1-D sequence of integers"),
+    ("0", "rows must be 1-D"),
+])
+def test_step_refuses_malformed_rows(state: core.State, rows: object, match: str) -> None:
+    before = state.data.copy()
+    with pytest.raises(ValueError, match=match):
+        step(state, [0] * np.size(rows), rows=rows)  # type: ignore[arg-type]
+    assert np.array_equal(state.data, before)
+
+
+@pytest.mark.parametrize("actions, match", [
+    ([3.7, 0, 0, 0], "actions must hold integers, got dtype float64"),
+    ([True, False, True, False], "actions must hold integers, got dtype bool"),
+    ([0, 0, 0], "expected 4 actions .one per row., got 3"),
+    (np.zeros((2, 2), dtype=np.int64), "actions must be 1-D"),
+    (["a", "b", "c", "d"], "actions must hold integers"),
+])
+def test_step_refuses_malformed_actions(state: core.State, actions: object, match: str) -> None:
+    before = state.data.copy()
+    with pytest.raises(ValueError, match=match):
+        step(state, actions)  # type: ignore[arg-type]
+    assert np.array_equal(state.data, before)
+
+
+def test_out_of_range_integer_actions_stay_illegal_not_errors(state: core.State) -> None:
+    before = state.data.copy()
+    result = step(state, [-1, 10**6, -(2**40), 2**62])
+    assert result.illegal.tolist() == [True] * 4
+    assert np.array_equal(state.data, before)
+    huge = step(state, np.array([2**64 - 1] * 4, dtype=np.uint64))  # not wrapped to -1 or 0
+    assert huge.illegal.all()
+
+
+def test_observe_checks_rows_and_players(state: core.State) -> None:
+    with pytest.raises(RowIndexError, match=r"observe: rows\[0\] = 1000 is out of range"):
+        observe(state, [0], rows=[1000])
+    with pytest.raises(RowIndexError, match=r"rows\[0\] = -1"):
+        observe(state, 0, rows=[-1])
+    with pytest.raises(ValueError, match="players must hold integers"):
+        observe(state, [0.5], rows=[1])
+    with pytest.raises(ValueError, match=r"players must be seats in \[0, 2\)"):
+        observe(state, [2], rows=[1])
+    with pytest.raises(ValueError, match="expected 2 players"):
+        observe(state, [0, 1, 0], rows=[1, 2])
+    assert np.array_equal(observe(state, [1, 1], rows=[2, 2])[1], observe(state, 1)[2])
+
+
+def test_reset_redeal_clone_and_views_check_rows(state: core.State) -> None:
+    before = state.data.copy()
+    with pytest.raises(RowIndexError, match=r"reset_rows: rows\[1\] = 4"):
+        reset_rows(state, [0, 4])
+    with pytest.raises(ValueError, match=r"reset_rows: rows\[1\] = 2 is listed twice"):
+        reset_rows(state, [2, 2])
+    with pytest.raises(RowIndexError, match=r"redeal: rows\[0\] = -2"):
+        redeal(state, [-2], [DealId(1, 0, 0)])
+    with pytest.raises(ValueError, match=r"redeal: deals\[0\].seed = -1 is out of range"):
+        redeal(state, [0], [DealId(-1, 0, 0)])
+    with pytest.raises(ValueError, match=r"redeal: deals\[0\].seed must be an integer"):
+        redeal(state, [0], [DealId(1.5, 0, 0)])  # type: ignore[arg-type]
+    deal = explicit_deal("classic_2p", DealId(5, 0, 0))
+    with pytest.raises(ValueError, match=r"deals\[0\].order must hold integers"):
+        redeal(state, [0], [deal._replace(order=deal.order.astype(float))])
+    with pytest.raises(ValueError, match="not a permutation"):
+        redeal(state, [0], [deal._replace(order=-deal.order)])
+    with pytest.raises(ValueError, match=r"deals\[0\].dealer = 7 is out of range"):
+        redeal(state, [0], [deal._replace(dealer=7)])
+    with pytest.raises(RowIndexError, match="clone: rows"):
+        clone(state, [4])
+    for view in (state.stock, state.pile, state.deal_id, state.legal_actions):
+        with pytest.raises(RowIndexError, match="row -1 is out of range"):
+            view(-1)
+    assert np.array_equal(state.data, before)
+    assert clone(state, [1, 1]).num_games == 2 and clone(state, []).num_games == 0
+
+
+@pytest.mark.parametrize("seed, match", [
+    (-1, "seed = -1 is out of range"), (2**64, "seed = 18446744073709551616 is out of range"),
+    (1.5, "seed must be an integer, got 1.5"), ([1, 2, 3, -4], r"seed\[3\] = -4 is out of range"),
+    ([1, 2, 3, 2**64], r"seed\[3\] = 18446744073709551616"), ([1.0] * 4, r"seed\[0\] must be an integer"),
+    ([[1], [1, 2], 3, 4], "seed must be an int or a sequence of ints"), ([1, 2], "got 2 seeds for 4"),
+])
+def test_init_checks_seeds(seed: object, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        init("classic_2p", 4, seed)  # type: ignore[arg-type]
+
+
+def test_per_row_seeds_up_to_2_64_minus_1() -> None:
+    assert init("classic_2p", 2, seed=[10, 2**64 - 1]).deal_id(1) == DealId(2**64 - 1, 0, 0)
+
+
+@pytest.mark.parametrize("n", [0, -3, 4.0, True, "4", 2**40])
+def test_init_checks_batch_size(n: object) -> None:
+    with pytest.raises(ValueError, match="init: num_games must be"):
+        init("classic_2p", n)  # type: ignore[arg-type]
+
+
+def test_huge_batches_are_refused_at_once_with_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"init: a batch of 2,000,000,000 classic_2p games needs "
+                                         r"about [\d,]+ bytes .* available"):
+        init("classic_2p", 2_000_000_000)  # terabytes: more than any machine
+    monkeypatch.setattr(core, "available_memory", lambda: 8 * GIB)
+    with pytest.raises(ValueError, match=r"needs about [\d,]+ bytes .*8,589,934,592 bytes"):
+        init("classic_2p", 10**7)
+    from canasta_env.gym_env import CanastaVectorEnv
+    from canasta_env.sb3_env import CanastaVecEnv
+
+    for make in (CanastaVecEnv, CanastaVectorEnv):
+        with pytest.raises(ValueError, match=r"10,000,000 classic_2p envs needs about [\d,]+ bytes"):
+            make(num_envs=10**7)
+    assert time.perf_counter() - start < 5
+
+
+def test_memory_estimate_covers_the_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    avail = available_memory()
+    assert avail is None or avail > 0
+    state = init("classic_4p", 3)
+    assert batch_bytes(state.params, 3) >= state.data.nbytes + state.legal_action_mask.nbytes
+    monkeypatch.setattr(core, "available_memory", lambda: None)  # unknown: never refuse
+    assert init("classic_2p", 2).num_games == 2
+
+
+# ---- envs ----------------------------------------------------------------------------------
+
+def _legal(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def test_gym_env_refuses_non_integer_actions_and_bad_seeds() -> None:
+    from canasta_env.gym_env import CanastaEnv
+
+    env = CanastaEnv("classic_2p")
+    with pytest.raises(ValueError, match="Canasta-v0 reset: seed = -1 is out of range"):
+        env.reset(seed=-1)
+    with pytest.raises(ValueError, match="seed = 18446744073709551616 is out of range"):
+        env.reset(seed=2**64)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        env.reset(seed=1.5)  # type: ignore[arg-type]
+    _, info = env.reset(seed=3)
+    a = _legal(info["action_mask"])
+    for bad in (a + 0.7, float(a), np.float32(a), True, np.array([a]), "1", None):
+        with pytest.raises(ValueError, match="Canasta-v0 step: action must be an integer"):
+            env.step(bad)  # type: ignore[arg-type]
+    _, _, _, _, info = env.step(np.array(a))  # a 0-d integer array is an integer
+    env.step(np.int32(_legal(info["action_mask"])))
+
+
+def test_vector_envs_refuse_non_integer_actions() -> None:
+    from canasta_env.gym_env import CanastaVectorEnv
+    from canasta_env.sb3_env import CanastaVecEnv
+
+    venv = CanastaVectorEnv(2, "classic_2p")
+    _, info = venv.reset(seed=1)
+    legal = info["action_mask"].argmax(axis=1)
+    with pytest.raises(ValueError, match="CanastaVectorEnv step: actions must be integers"):
+        venv.step(legal + 0.7)
+    with pytest.raises(ValueError, match="expected 2 action"):
+        venv.step(legal[:1])
+    venv.step(legal)
+    env = CanastaVecEnv(2, "classic_2p")
+    env.seed(5)
+    env.reset()
+    legal = env.action_masks().argmax(axis=1)
+    with pytest.raises(ValueError, match="CanastaVecEnv step: actions must be integers"):
+        env.step(legal.astype(np.float64))
+    with pytest.raises(ValueError, match="actions must be integers"):
+        env.step(np.array([True, False]))
+    env.step(legal)
+
+
+def test_vector_env_seeds_and_sizes_are_checked_at_once() -> None:
+    from canasta_env.gym_env import CanastaVectorEnv
+    from canasta_env.sb3_env import CanastaVecEnv
+
+    env = CanastaVecEnv(4, "classic_2p")
+    for bad, match in ((-1, "seed = -1 is out of range"), (2**64, "out of range"),
+                       (2**64 - 2, r"and seed \+ 3 for 4 envs"), (1.5, "must be an integer")):
+        with pytest.raises(ValueError, match=f"CanastaVecEnv.seed: {match}" if "seed =" in match
+                           else match):
+            env.seed(bad)  # type: ignore[arg-type]
+    assert env.seed(2**64 - 4)[-1] == 2**64 - 1
+    env.reset()
+    venv = CanastaVectorEnv(2, "classic_2p")
+    with pytest.raises(ValueError, match="CanastaVectorEnv reset: seed = -1"):
+        venv.reset(seed=-1)
+    with pytest.raises(ValueError, match=r"seed\[1\] = -5"):
+        venv.reset(seed=[1, -5])
+    with pytest.raises(ValueError, match="got 3 seeds for 2 envs"):
+        venv.reset(seed=[1, 2, 3])
+    for make in (CanastaVecEnv, CanastaVectorEnv):
+        for n in (0, -1, 2.5, True):
+            with pytest.raises(ValueError, match="num_envs must be"):
+                make(num_envs=n)  # type: ignore[arg-type]
+
+
+def test_pettingzoo_env_refuses_float_actions_and_bad_seeds() -> None:
+    from canasta_env.pettingzoo_env import raw_env
+
+    env = raw_env("classic_2p")
+    with pytest.raises(ValueError, match="canasta_v0 reset: seed = -1 is out of range"):
+        env.reset(seed=-1)
+    env.reset(seed=2)
+    a = _legal(env.observe(env.agent_selection)["action_mask"])
+    before = env.state.data.copy()  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="canasta_v0 step: action must be an integer"):
+        env.step(a + 0.7)  # type: ignore[arg-type]
+    assert np.array_equal(env.state.data, before)  # type: ignore[union-attr]
+    env.step(np.int64(a))  # type: ignore[arg-type]

@@ -1,0 +1,171 @@
+"""``algo: ppo`` (``train.lean_ppo``): a short run leaves a checkpoint every loader reads, a seeded run
+is a pure function of its seed with overlapped collection, a SIGKILLed run resumes, the options are
+checked, and (with a GPU) it trains on CUDA."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sb3_contrib")
+
+from agents import make_agent  # noqa: E402
+from agents.checkpoint import POLICY_FILE, latest_checkpoint, list_checkpoints, load_checkpoint  # noqa: E402
+from train import ppo  # noqa: E402
+
+TINY = dict(rules="classic_2p", num_envs=16, n_steps=8, batch_size=64, n_epochs=2, checkpoint_every=128,
+            eval_every=10**9, eval_deals=4, progress=False, algo="ppo", device="cpu")
+
+
+def _train(run: Path, steps: int = 384, **extra: object) -> Path:
+    args = ppo.load_args(None, {**TINY, "run_dir": str(run), "total_timesteps": steps, **extra})
+    return ppo.train(args)
+
+
+def _sha(run: Path) -> str:
+    latest = latest_checkpoint(run)
+    assert latest is not None
+    return hashlib.sha256((latest / POLICY_FILE).read_bytes()).hexdigest()
+
+
+def test_short_run_leaves_a_checkpoint_that_plays(tmp_path: Path) -> None:
+    run = _train(tmp_path / "run", eval_every=256)
+    names = [p.name for p in list_checkpoints(run)]
+    assert names == ["ckpt_000000128", "ckpt_000000256", "ckpt_000000384"]
+    ckpt = load_checkpoint(run, rules="classic_2p")
+    assert ckpt.state["num_timesteps"] == 384 and ckpt.state["n_updates"] == 3 * 2
+    assert ckpt.meta["policy"]["class"].endswith("MaskableActorCriticPolicy")
+    header = (run / "tb" / "progress.csv").read_text().splitlines()[0].split(",")
+    for tag in ("canasta/steps_per_s", "eval_random/mean_margin", "eval_random/win_rate",
+                "time/total_timesteps", "train/loss"):
+        assert tag in header
+    agent = make_agent(str(run), "classic_2p")
+    from agents.match import play_match
+
+    summary = play_match("classic_2p", agent, make_agent("random", "classic_2p"), 2, seed=5).summary()
+    assert 0.0 <= summary["win_rate"] <= 1.0
+
+
+def test_same_format_as_maskable_ppo(tmp_path: Path) -> None:
+    """The lean trainer's checkpoint describes the same network as MaskablePPO's, so every
+    loader built for one reads the other."""
+    lean = load_checkpoint(_train(tmp_path / "lean", 128), rules="classic_2p")
+    sb3 = load_checkpoint(_train(tmp_path / "sb3", 128, algo="maskable_ppo"), rules="classic_2p")
+    assert lean.meta["policy"] == sb3.meta["policy"]
+    assert {k: tuple(v.shape) for k, v in lean.policy_state.items()} == {
+        k: tuple(v.shape) for k, v in sb3.policy_state.items()}
+
+
+def test_overlapped_run_is_a_function_of_its_seed(tmp_path: Path) -> None:
+    first = _sha(_train(tmp_path / "a", overlap=True))
+    assert first == _sha(_train(tmp_path / "b", overlap=True))
+    assert first != _sha(_train(tmp_path / "c", overlap=True, seed=1))
+    # the lag matters: without overlap the same seed trains other weights
+    assert first != _sha(_train(tmp_path / "d", overlap=False))
+
+
+def test_selfplay_pool_with_lean_trainer(tmp_path: Path) -> None:
+    args = ppo.load_args(None, {**TINY, "run_dir": str(tmp_path / "sp"), "total_timesteps": 384,
+                                "snapshot_every": 128})
+    run = ppo.train(args, selfplay=True)
+    pool = load_checkpoint(run).state["opponent_pool"]
+    assert pool and all((run / name).is_dir() for name in pool)
+
+
+@pytest.mark.parametrize("kill", ["rollout@20", "update@7"])
+def test_sigkill_resumes(kill: str, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    flags = [f"--{k}={v}" for k, v in TINY.items()]
+    base = [sys.executable, "-m", "train.cli", "train", *flags, "--run_dir", str(run),
+            "--total_timesteps", "768"]
+    env = {**os.environ, "CANASTA_TEST_KILL_AT": kill}
+    killed = subprocess.run(base, capture_output=True, text=True, timeout=300, env=env)
+    assert killed.returncode in (-9, 137), (killed.returncode, killed.stderr[-2000:])
+    before = latest_checkpoint(run)
+    assert before is not None, "the run died before its first checkpoint"
+    counter = json.loads((before / "state.json").read_text())["num_timesteps"]
+    env.pop("CANASTA_TEST_KILL_AT")
+    resumed = subprocess.run([*base, "--resume"], capture_output=True, text=True, timeout=300, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    after = [json.loads((p / "state.json").read_text())["num_timesteps"] for p in list_checkpoints(run)]
+    assert after == sorted(after) and after[-1] >= 768 > counter
+
+
+def test_resume_continues_weights_and_counters(tmp_path: Path) -> None:
+    run = _train(tmp_path / "run", 256)
+    ckpt = load_checkpoint(run)
+    resumed = ppo.load_args(None, {**dataclasses.asdict(ppo.load_args(None, {**TINY, "run_dir": str(run)})),
+                                   "total_timesteps": 384})
+    ppo.train(resumed, resume=True)
+    final = load_checkpoint(run)
+    assert final.state["num_timesteps"] == 384 and final.state["n_updates"] == ckpt.state["n_updates"] + 2
+    assert any(not torch.equal(final.policy_state[k], ckpt.policy_state[k]) for k in ckpt.policy_state)
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("algo", "a2c", "algo"), ("device", "tpu", "device"), ("precision", "fp16", "precision"),
+    ("max_grad_norm", 0.0, "max_grad_norm"), ("vf_coef", -1.0, "vf_coef")])
+def test_bad_options_are_refused_in_one_line(field: str, value: object, words: str) -> None:
+    with pytest.raises(ValueError) as info:
+        ppo.load_args(None, {field: value})
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_bf16_with_maskable_ppo_is_refused() -> None:
+    with pytest.raises(ValueError, match="bf16"):
+        ppo.load_args(None, {"algo": "maskable_ppo", "precision": "bf16"})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
+def test_cuda_without_gpu_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        _train(tmp_path / "run", device="cuda")
+    assert not (tmp_path / "run" / "config.json").exists()
+
+
+def test_auto_precision_follows_the_hardware() -> None:
+    from train.lean_ppo import fast_bf16, resolve_precision
+
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == ("bf16" if fast_bf16(cpu) else "fp32")
+    assert resolve_precision("fp32", cpu) == "fp32"
+
+
+def test_gae_matches_a_hand_computation() -> None:
+    """One env, three steps, an episode end after step 1: GAE by hand with constant values."""
+    from train.lean_ppo import LeanPPO, Rollout
+
+    args = ppo.TrainArgs(num_envs=1, n_steps=3, gamma=0.5, gae_lambda=0.5, algo="ppo", device="cpu",
+                         precision="fp32")
+    model = LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
+    with torch.no_grad():  # V(s) = 1 everywhere
+        for p in model.policy.value_net.parameters():
+            p.zero_()
+        model.policy.value_net.bias.fill_(1.0)
+    buf = Rollout.empty(3, 1, model.obs_dim, model.num_actions, torch.device("cpu"))
+    buf.rewards[:, 0] = torch.tensor([1.0, 2.0, 0.0])
+    buf.dones[:, 0] = torch.tensor([0.0, 1.0, 0.0])
+    buf.last_obs = torch.zeros(1, model.obs_dim)
+    adv, ret, _ = model.advantages(buf)
+    d2 = 0.0 + 0.5 * 1 - 1  # -0.5
+    d1 = 2.0 - 1  # episode ends: no bootstrap
+    d0 = 1.0 + 0.5 * 1 - 1
+    expected = [d0 + 0.25 * d1, d1, d2]
+    assert np.allclose(adv[:, 0].numpy(), expected)
+    assert np.allclose(ret[:, 0].numpy(), np.array(expected) + 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_trains_on_cuda(tmp_path: Path) -> None:
+    run = _train(tmp_path / "run", device="cuda")
+    assert load_checkpoint(run).state["num_timesteps"] == 384
+    assert make_agent(str(run), "classic_2p").policy.device.type == "cpu"
