@@ -6,12 +6,17 @@ on every platform and numpy build, costs no Python call, and never touches numba
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from numba import njit
+from numba import config, njit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+
+if config.DISABLE_JIT:  # the arithmetic below wraps by design; plain numpy warns when it does
+    warnings.filterwarnings("ignore", "overflow encountered in scalar", RuntimeWarning, __name__)
 
 
 @njit(cache=True, inline="always")
@@ -22,14 +27,21 @@ def mix64(z: np.uint64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
+@njit(cache=True, inline="always")
+def _low32(x: int) -> np.uint64:
+    """The low 32 bits of an integer of any width and sign (widened first, so that plain numpy
+    under ``NUMBA_DISABLE_JIT=1`` does not refuse the mask on an int32)."""
+    return np.uint64(np.int64(x) & np.int64(0xFFFFFFFF))
+
+
 @njit(cache=True)
 def deal_key(seed_lo: int, seed_hi: int, row: int, index: int, hand: int) -> np.uint64:
     """Stream key of one hand of one deal address."""
-    seed = (np.uint64(seed_hi & 0xFFFFFFFF) << np.uint64(32)) | np.uint64(seed_lo & 0xFFFFFFFF)
+    seed = (_low32(seed_hi) << np.uint64(32)) | _low32(seed_lo)
     k = mix64(seed + _GOLDEN)
-    k = mix64(k ^ (np.uint64(row & 0xFFFFFFFF) + _GOLDEN))
-    k = mix64(k ^ (np.uint64(index & 0xFFFFFFFF) * _M1 + _GOLDEN))
-    return mix64(k ^ (np.uint64(hand & 0xFFFFFFFF) * _M2 + _GOLDEN))
+    k = mix64(k ^ (_low32(row) + _GOLDEN))
+    k = mix64(k ^ (_low32(index) * _M1 + _GOLDEN))
+    return mix64(k ^ (_low32(hand) * _M2 + _GOLDEN))
 
 
 @njit(cache=True, inline="always")

@@ -204,3 +204,33 @@ def test_observation_doc_is_current() -> None:
     from scripts.make_observation_doc import DOC, text
 
     assert DOC.read_text() == text(), "run python scripts/make_observation_doc.py"
+
+
+_PLAYOUT = """
+import hashlib, sys
+import numpy as np
+from canasta_env.engine import init, observe, step
+s = init("classic_2p", 2, seed=3)
+rng = np.random.default_rng(0)
+for _ in range(40):
+    step(s, [rng.choice(np.flatnonzero(m)) for m in s.legal_action_mask])
+obs = observe(s, [0, 1])
+print(hashlib.sha256(s.data.tobytes() + obs.tobytes()).hexdigest())
+"""
+
+
+def test_numba_disable_jit_plays_the_same_game() -> None:
+    """The debugging path: with ``NUMBA_DISABLE_JIT=1`` the kernels run as plain Python/numpy and play
+    the same deal and the same game as the compiled ones, without warnings."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "PYTHONWARNINGS": "error"}
+    plain = subprocess.run([sys.executable, "-c", _PLAYOUT], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    env["NUMBA_DISABLE_JIT"] = "0"
+    compiled = subprocess.run([sys.executable, "-c", _PLAYOUT], capture_output=True, text=True,
+                              env=env, timeout=300)
+    assert plain.stdout == compiled.stdout and len(plain.stdout.strip()) == 64
