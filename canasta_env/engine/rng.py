@@ -15,7 +15,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
-if config.DISABLE_JIT:  # the arithmetic below wraps by design; plain numpy warns when it does
+if getattr(config, "DISABLE_JIT", 0):  # the arithmetic below wraps by design; plain numpy warns when it does
     warnings.filterwarnings("ignore", "overflow encountered in scalar", RuntimeWarning, __name__)
 
 
