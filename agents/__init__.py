@@ -73,6 +73,12 @@ def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
     return HeuristicAgent(rules, **kwargs)
 
 
+def _search(rules: RuleSet | str, **kwargs: Any) -> Agent:
+    from agents.search import SearchAgent
+
+    return SearchAgent(rules, **kwargs)
+
+
 def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True) -> Agent:
     from agents.learned import load_policy_agent
 
@@ -82,6 +88,7 @@ def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True
 register_agent("random", _random)
 register_agent("greedy", _greedy)
 register_agent("heuristic", _heuristic)
+register_agent("search", _search)  # options: k, n, depth, rollout, checkpoint, seed (agents/search.py)
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 
 __all__ = ["AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from canasta_env.engine import DealId, ExplicitDeal, explicit_deal
 from canasta_env.engine.cards import NUM_KINDS
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
 FORMAT = "canasta-deal-set"
@@ -87,30 +88,67 @@ def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
     as ``regal_2p`` uses ``classic_2p-v1``), checked against its hash and the deck of ``rules``."""
     rules = load_rules(rules)
     path = Path(name_or_path)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for the OS, a NUL byte: not a file
+        exists = False
+    if not exists:
         name = str(name_or_path)
         candidates = [name] if "-" in name else [f"{rules.name}-{name}"] + [
             s for s in shipped_deal_sets() if s.endswith(f"-{name}") and _same_table(s, rules)]
         folder = resources.files("canasta_env") / _PACKAGE_DIR
-        found = [c for c in candidates if (folder / f"{c}.npz").is_file()]
+        try:
+            found = [c for c in candidates if (folder / f"{c}.npz").is_file()]
+        except (OSError, ValueError):  # a name too long for the OS is no shipped set either
+            found = []
         if not found:
-            raise ValueError(f"no deal set {name_or_path!r} for {rules.name}: not a file, and not one "
-                             f"of the shipped sets {shipped_deal_sets()}")
+            raise ValueError(f"no deal set {short_repr(str(name_or_path))} for {rules.name}: not a "
+                             f"file, and not one of the shipped sets {shipped_deal_sets()}")
         path = Path(str(folder / f"{found[0]}.npz"))
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            orders = np.asarray(data["orders"], dtype=np.int8)
-            dealers = np.asarray(data["dealers"], dtype=np.int8)
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
-        raise ValueError(f"deal set {path}: not a readable deal set file ({e})") from e
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"deal set {path}: format {meta.get('format')!r}, expected {FORMAT!r}")
-    if _digest(orders, dealers) != meta.get("sha256"):
-        raise ValueError(f"deal set {path}: content does not match its sha256 (file corrupted or edited)")
-    deal_set = DealSet(meta["name"], meta["preset"], meta["version"], orders, dealers, meta["sha256"])
+    deal_set = _read_deal_set(path)
     _check_deck(deal_set, rules, path)
     return deal_set
+
+
+MAX_MEMBER_BYTES = 64 << 20  # a deal set of 100,000 deals is ~11 MB uncompressed
+
+
+def _read_deal_set(path: Path) -> DealSet:
+    """The deal set stored at ``path``, or ``ValueError`` naming the file: not a regular file or
+    ``.npz`` archive, a member over ``MAX_MEMBER_BYTES`` uncompressed (a zip bomb), metadata that is
+    not the expected JSON object, arrays of the wrong kind or shape, or content that does not match
+    its sha256. Card kinds and dealers are range-checked before they are narrowed to int8."""
+    from canasta_env.safe_yaml import open_input
+
+    where = f"deal set {path}"
+    with open_input(path, where, ValueError) as f:
+        try:
+            with np.load(f, allow_pickle=False) as data:
+                sizes = {i.filename: i.file_size for i in data.zip.infolist()}
+                if any(n > MAX_MEMBER_BYTES for n in sizes.values()):
+                    raise ValueError(f"a member is larger than {MAX_MEMBER_BYTES} bytes")
+                meta = json.loads(str(data["meta"]))
+                orders, dealers = np.asarray(data["orders"]), np.asarray(data["dealers"])
+        except (OSError, ValueError, KeyError, AttributeError, TypeError, EOFError) as e:  # .npy: TypeError
+            raise ValueError(f"{where}: not a readable deal set file ({short_repr(str(e), 200)})"
+                             ) from None
+    keys = ("format", "name", "preset", "version", "sha256")
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in keys):
+        raise ValueError(f"{where}: metadata {short_repr(meta)} is not a deal set's "
+                         f"({', '.join(keys)})")
+    if meta["format"] != FORMAT:
+        raise ValueError(f"{where}: format {short_repr(meta['format'])}, expected {FORMAT!r}")
+    if not (orders.dtype.kind in "iu" and dealers.dtype.kind in "iu" and orders.ndim == 2
+            and dealers.shape == orders.shape[:1]):
+        raise ValueError(f"{where}: orders {orders.dtype}{list(orders.shape)} and dealers "
+                         f"{dealers.dtype}{list(dealers.shape)} are not N deals of card kinds")
+    if orders.size and (orders.min() < 0 or orders.max() >= NUM_KINDS) or dealers.size and (
+            dealers.min() < 0 or dealers.max() > 127):
+        raise ValueError(f"{where}: a card kind or dealer is out of range")
+    orders, dealers = orders.astype(np.int8), dealers.astype(np.int8)
+    if _digest(orders, dealers) != meta["sha256"]:
+        raise ValueError(f"{where}: content does not match its sha256 (file corrupted or edited)")
+    return DealSet(meta["name"], meta["preset"], meta["version"], orders, dealers, meta["sha256"])
 
 
 def _same_table(set_name: str, rules: RuleSet) -> bool:

@@ -65,7 +65,7 @@ from canasta_env.engine.layout import (
 )
 from canasta_env.messages import short_repr
 from canasta_env.rules import RulesError, RuleSet, load_rules
-from canasta_env.safe_yaml import decode_text
+from canasta_env.safe_yaml import decode_text, open_input
 
 FORMAT = "canasta-hand-record"
 VERSION = 1
@@ -345,7 +345,7 @@ def iter_records(path: str | Path) -> Iterator[HandRecord]:
     key, numbers or nesting out of bounds, or a record that does not fit its rules (``_parse``)."""
     if Path(path).is_dir():
         raise RecordError(f"{path}: is a directory, not a record file")
-    with open(path, "rb") as f:
+    with open_input(path, str(path), RecordError) as f:  # a FIFO is refused, not waited on
         for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), start=1):
             if len(raw) > MAX_LINE_BYTES:
                 raise RecordError(f"{path}:{lineno}: line longer than {MAX_LINE_BYTES} bytes; not a "

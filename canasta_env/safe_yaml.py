@@ -3,7 +3,8 @@
 ``load_yaml_mapping`` returns the top-level mapping of a file, or raises a ``ValueError`` subclass
 whose one-line message names the file, and where it can, the line. What it refuses, and why:
 
-- files over ``max_bytes`` (checked before parsing), directories, unreadable paths;
+- files over ``max_bytes`` (checked before parsing), directories, named pipes and sockets (opening
+  one would wait for a writer forever), unreadable paths;
 - UTF-16/32 files, bytes that are not UTF-8, NUL bytes;
 - YAML anchors and aliases: a 480-byte "billion laughs" file expands to billions of nodes, and an
   option file has no use for them;
@@ -22,8 +23,10 @@ Only PyYAML's safe constructors run: loading a file never builds an arbitrary ob
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from canasta_env.messages import short_repr
 
@@ -120,17 +123,36 @@ def _yaml_message(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def _read_bytes(path: Path, source: str, max_bytes: int, error: type[ValueError]) -> bytes:
-    """The file's bytes, at most ``max_bytes`` of them, or ``error`` naming the file."""
-    if path.is_dir():
-        raise error(f"{source}: is a directory, not a file")
+def open_input(path: str | Path, source: str, error: type[ValueError]) -> IO[bytes]:
+    """``path`` opened for binary reading without ever blocking: a directory, a named pipe or a
+    socket is ``error`` naming ``source`` (a FIFO would wait for a writer forever), and so is a path
+    that cannot be opened (missing, a symlink loop, a NUL byte). Devices such as ``/dev/zero`` open;
+    callers bound how much they read."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)  # bounded even for /dev/zero or a FIFO
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise error(f"{source}: file not found") from None
+    except IsADirectoryError:
+        raise error(f"{source}: is a directory, not a file") from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise error(f"{source}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode)):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe or socket"
+        raise error(f"{source}: is {kind}, not a file")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)  # regular files and devices: ordinary reads from here on
+    return os.fdopen(fd, "rb")
+
+
+def _read_bytes(path: Path, source: str, max_bytes: int, error: type[ValueError]) -> bytes:
+    """The file's bytes, at most ``max_bytes`` of them, or ``error`` naming the file."""
+    with open_input(path, source, error) as f:
+        try:
+            raw = f.read(max_bytes + 1)  # bounded even for /dev/zero
+        except OSError as exc:
+            raise error(f"{source}: cannot read: {exc.strerror or exc}") from None
     if len(raw) > max_bytes:
         raise error(f"{source}: larger than {max_bytes} bytes; not an option file")
     return raw

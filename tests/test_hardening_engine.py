@@ -143,10 +143,25 @@ def test_reset_redeal_clone_and_views_check_rows(state: core.State) -> None:
     (1.5, "seed must be an integer, got 1.5"), ([1, 2, 3, -4], r"seed\[3\] = -4 is out of range"),
     ([1, 2, 3, 2**64], r"seed\[3\] = 18446744073709551616"), ([1.0] * 4, r"seed\[0\] must be an integer"),
     ([[1], [1, 2], 3, 4], "seed must be an int or a sequence of ints"), ([1, 2], "got 2 seeds for 4"),
+    ([[1, 2], [3, 4]], r"seed must be an int or a 1-D sequence of ints, got shape \(2, 2\)"),
+    (np.ones((4, 1), dtype=np.uint64), r"got shape \(4, 1\)"),  # four seeds, but not flattened
 ])
 def test_init_checks_seeds(seed: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         init("classic_2p", 4, seed)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rules", [None, 5, 2.5, ["classic_2p"]])
+def test_init_refuses_rules_that_are_not_rules(rules: object) -> None:
+    from canasta_env.rules import RulesError
+
+    with pytest.raises(RulesError, match="rules must be a preset name, a YAML file, a dict or a "
+                                         f"RuleSet, got {type(rules).__name__}"):
+        init(rules, 2)  # type: ignore[arg-type]
+
+
+def test_init_takes_a_dict_of_rule_options() -> None:  # the twin of the refusal above
+    assert init({"name": "t", "num_players": 3}, 1).num_players == 3
 
 
 def test_per_row_seeds_up_to_2_64_minus_1() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,59 @@ def test_the_reusable_loader(tmp_path: Path) -> None:
         load_yaml_mapping(path)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Opening a FIFO for reading blocks until a writer comes: every reader of user files refuses
+    it at once instead (rules, option files, records, deal sets)."""
+    from canasta_env.deal_sets import load_deal_set
+
+    fifo = tmp_path / "rules.yaml"
+    os.mkfifo(fifo)
+    start = time.perf_counter()
+    _refused(fifo, "is a named pipe or socket, not a file")
+    with pytest.raises(YamlFileError, match="named pipe"):
+        load_yaml_mapping(fifo)
+    with pytest.raises(RecordError, match=f"{fifo}: is a named pipe"):
+        read_records(fifo)
+    with pytest.raises(ValueError, match=f"deal set {fifo}: is a named pipe"):
+        load_deal_set(fifo, "classic_2p")
+    assert time.perf_counter() - start < 2
+    if os.path.exists("/dev/zero"):  # the twin: a device still opens, and its read is bounded
+        _refused(Path("/dev/zero"), "larger than")
+
+
+def test_edited_deal_set_files_are_refused_naming_the_file(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import canasta_env.deal_sets as deal_sets
+
+    shipped = deal_sets.load_deal_set("v1", "classic_2p")
+    orders, dealers = shipped.orders[:3].astype(np.int64), shipped.dealers[:3]
+
+    def saved(name: str, orders: np.ndarray, dealers: np.ndarray, meta: Any = None) -> Path:
+        digest = deal_sets._digest(orders.astype(np.int8), dealers.astype(np.int8))
+        meta = meta if meta is not None else {"format": deal_sets.FORMAT, "name": "t", "preset":
+                                              "classic_2p", "version": "v1", "sha256": digest}
+        path = tmp_path / name
+        np.savez(path, orders=orders, dealers=dealers, meta=np.array(json.dumps(meta)))
+        return path
+
+    assert len(deal_sets.load_deal_set(saved("good.npz", orders, dealers), "classic_2p")) == 3
+    wide = orders.copy()
+    wide[0, 0] = 300  # would wrap to 44 as int8, then index past the 15 card kinds
+    cases = [(saved("kind.npz", wide, dealers), "a card kind or dealer is out of range"),
+             (saved("meta.npz", orders, dealers, meta=[1]), r"metadata \[1\] is not a deal set's"),
+             (saved("flat.npz", orders[0], dealers), "are not N deals of card kinds"),
+             (saved("float.npz", orders.astype(float), dealers), "float64"),
+             (saved("short.npz", orders, dealers[:1]), "are not N deals")]
+    for path, match in cases:
+        with pytest.raises(ValueError, match=match) as info:
+            deal_sets.load_deal_set(path, "classic_2p")
+        assert str(path) in _one_line(info.value)
+    monkeypatch.setattr(deal_sets, "MAX_MEMBER_BYTES", 100)  # a zip bomb, in miniature
+    with pytest.raises(ValueError, match="a member is larger than 100 bytes"):
+        deal_sets.load_deal_set(tmp_path / "good.npz", "classic_2p")
+
+
 # ---- records -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def good() -> dict[str, Any]:
@@ -408,4 +462,15 @@ def test_a_good_record_still_replays(tmp_path: Path, good: dict[str, Any],
     path = tmp_path / "good.jsonl"
     write_records(path, [HandRecord.from_json(good)])
     code, out = _cli(["replay", str(path), "--all"], capsys)
+    assert code == 0 and "Replay matches the record" in " ".join(out.split())
+
+
+def test_replay_with_a_view_outside_the_table_is_status_2_before_any_output(
+        tmp_path: Path, good: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "good.jsonl"
+    write_records(path, [HandRecord.from_json(good)])
+    for view in ("2", "99999999999999999999"):
+        code, out = _cli(["replay", str(path), "--all", "--view", view], capsys)
+        assert code == 2 and out == f"canasta replay: error: --view {view}: hand 1 of {path} has seats 0-1\n"
+    code, out = _cli(["replay", str(path), "--all", "--view", "1"], capsys)  # the twin: a real seat
     assert code == 0 and "Replay matches the record" in " ".join(out.split())

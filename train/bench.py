@@ -418,12 +418,12 @@ def _env_table(results: list[EnvResult]) -> Any:
 
 def _run_env_api(args: argparse.Namespace) -> int:
     if args.observe:
-        raise SystemExit("canasta bench: --observe applies to --api engine only (the env APIs "
-                         "always encode observations)")
+        raise ValueError("--observe applies to --api engine only (the env APIs always encode "
+                         "observations)")
     if args.api in ("aec", "gym"):
         if args.batch not in (None, [1]):
-            raise SystemExit(f"canasta bench: --api {args.api} is one game (batch 1); "
-                             "--batch applies to --api engine and vec")
+            raise ValueError(f"--api {args.api} is one game (batch 1); --batch applies to --api "
+                             "engine and vec")
         batches = [1]
     else:
         batches = args.batch or [DEFAULT_VEC_BATCH]

@@ -108,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.file} holds no hand records")
     if not all(1 <= k <= total for k in numbers):
         raise ValueError(f"{args.file} holds {total} hand(s); no hand {args.hand}")
+    for k in numbers:  # a bad --view is the user's flag, not the record: status 2, before any output
+        seats = len(records[k - 1].seats)  # read_records checked: one label per player
+        if view is not None and not 0 <= view < seats:
+            raise ValueError(f"--view {view}: hand {k} of {args.file} has seats 0-{seats - 1}")
     replayer = Replayer(Console(highlight=False), view, wait=not args.all)
     for k in numbers:
         try:

@@ -74,6 +74,9 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
             values[name] = given
     if not values["agents"]:
         raise ValueError("no entrants: give --agents, or agents: in the --config file")
+    for name in ("rules", "out", "ladder", "deal_set", "vs", "partners"):
+        if isinstance(values[name], str) and not values[name].strip():  # "" would mean "."
+            raise ValueError(f"--{name.replace('_', '-')} must not be empty, got {values[name]!r}")
     for name, (low, high) in RANGES.items():
         value = values[name]
         if value is not None and not low <= value <= high:  # NaN fails both comparisons

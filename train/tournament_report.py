@@ -121,6 +121,8 @@ def read_ladder(path: Path) -> dict[str, Any]:
     """A ladder file's content (an empty ladder if the file does not exist yet); a file that is
     not a ladder (not a regular file, too large, not JSON, wrong shape) is a ``ValueError``."""
     if not path.exists():
+        if os.path.lexists(path):  # a link to nowhere: writing would replace the link, not its target
+            raise ValueError(f"ladder {path}: a broken symbolic link or a symbolic link loop")
         return {"format": LADDER_FORMAT, "model": "PlackettLuce", "ratings": {}, "tournaments": []}
     if not path.is_file():
         raise ValueError(f"ladder {path}: not a regular file")

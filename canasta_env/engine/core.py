@@ -522,7 +522,9 @@ def check_memory(needed: int, what: str, fn: str) -> None:
 
 def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = "init") -> State:
     n = check_batch_size(num_games, fn)
-    rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
+    # anything but a RuleSet goes through load_rules, which names a bad value (None, 5) in a
+    # RulesError instead of failing on a missing attribute
+    rules = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
     params = pack_params(rules, episode)
     check_memory(batch_bytes(params, n), f"a batch of {n:,} {rules.name} games", fn)
     data = np.zeros((n, int(params[P_WIDTH])), dtype=np.int32)
@@ -567,12 +569,17 @@ def _deal(state: State, rows: npt.NDArray[np.int64], deals: list[DealId]) -> npt
 
 
 def _seed_array(seed: object, n: int, fn: str) -> npt.NDArray[np.uint64]:
-    """``n`` per-row seeds, each an integer in [0, 2**64)."""
+    """``n`` per-row seeds, each an integer in [0, 2**64): a flat sequence (a 2-D array is refused,
+    not flattened)."""
     try:
-        arr = np.asarray(seed).ravel()
+        arr = np.asarray(seed)
     except (ValueError, TypeError, OverflowError):
         raise ValueError(f"{fn}: seed must be an int or a sequence of ints, got "
                          f"{short_repr(seed)}") from None
+    if arr.ndim > 1:
+        raise ValueError(f"{fn}: seed must be an int or a 1-D sequence of ints, got shape "
+                         f"{arr.shape} ({short_repr(seed)})")
+    arr = arr.ravel()
     if arr.dtype == object or (arr.dtype.kind == "f" and not isinstance(seed, np.ndarray)):
         # Python ints beyond int64 (numpy makes objects or floats of them): check each one
         items = np.asarray(seed, dtype=object).ravel()

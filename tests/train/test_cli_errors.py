@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -40,12 +41,17 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     for name, data in files.items():
         (d / name).write_bytes(data)
     (d / "a_dir").mkdir()
-    return {name: str(d / name) for name in [*files, "a_dir"]} | {"missing": str(d / "missing.yaml")}
+    os.mkfifo(d / "fifo.yaml")  # opening it would wait for a writer forever
+    os.symlink(d / "loop_b", d / "loop_a")
+    os.symlink(d / "loop_a", d / "loop_b")
+    extra = ["a_dir", "fifo.yaml", "loop_a"]
+    return {name: str(d / name) for name in [*files, *extra]} | {"missing": str(d / "missing.yaml")}
 
 
 def _rules_cases(cmd: list[str], flag: str) -> list[list[str]]:
     return [[*cmd, flag, v] for v in ("{billion.yaml}", "{utf16.yaml}", "{latin1.yaml}", "{list.yaml}",
-                                      "{deep.yaml}", "{a_dir}", "{missing}", "no_such_preset", "")]
+                                      "{deep.yaml}", "{a_dir}", "{missing}", "no_such_preset", "",
+                                      "{fifo.yaml}", "{loop_a}")]
 
 
 TRAIN = ["--total_timesteps", "64", "--run_dir", "{tmp}/run", "--progress", "false"]
@@ -53,6 +59,7 @@ CASES: list[list[str]] = [
     *_rules_cases(["bench", "--seconds", "0.1"], "--rules"),
     ["bench", "--batch", "0"], ["bench", "--batch", "-3"], ["bench", "--batch", "100000000000"],
     ["bench", "--seconds", "-1"], ["bench", "--seconds", "nan"], ["bench", "--stagger", "-1"],
+    ["bench", "--api", "aec", "--batch", "2"], ["bench", "--api", "gym", "--observe"],
     *_rules_cases(["demo"], "--rules"),
     ["demo", "--seed", "-1"],
     *_rules_cases(["train", *TRAIN], "--rules"),
@@ -68,6 +75,7 @@ CASES: list[list[str]] = [
     ["train", *TRAIN, "--eval_opponents", "nonesuch"], ["train", *TRAIN, "--eval_deal_set", "nonesuch"],
     ["train", *TRAIN[:2], "--run_dir", "{a_file}"],
     ["train", *TRAIN[:2], "--run_dir", "{tmp}/none", "--resume"],
+    ["train", *TRAIN, "--config", "{fifo.yaml}"], ["train", *TRAIN, "--eval_deal_set", "{fifo.yaml}"],
     ["selfplay", *TRAIN, "--pool_size", "0"], ["selfplay", *TRAIN, "--latest_ratio", "1.5"],
     ["selfplay", *TRAIN, "--config", "{billion.yaml}"],
     *_rules_cases(["play", "--hands", "1"], "--rules"),
@@ -75,6 +83,7 @@ CASES: list[list[str]] = [
     ["play", "--human", "-1"], ["play", "--opponent", "{a_dir}"], ["play", "--partner", "nonesuch"],
     ["play", "--record", "{a_dir}", "--hands", "1"],
     ["replay", "{missing}"], ["replay", "{a_dir}"], ["replay", "{garbage.jsonl}"],
+    ["replay", "{fifo.yaml}"], ["replay", "{loop_a}"],
     ["replay", "{notobject.jsonl}"], ["replay", "{hugeint.jsonl}"], ["replay", "{billion.yaml}"],
     *_rules_cases(["tournament", "--agents", "random", "greedy", "--hands", "2"], "--rules"),
     ["tournament", "--agents", "random", "nonesuch"], ["tournament", "--agents", "random", "{a_dir}"],
@@ -90,6 +99,11 @@ CASES: list[list[str]] = [
     ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{a_dir}"],
     ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{shape_ladder.json}"],
     ["tournament", "--agents", "random", "greedy", "--vs", "nonesuch"],
+    ["tournament", "--agents", "random", "greedy", "--hands", "2", "--out", ""],
+    ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", ""],
+    ["tournament", "--agents", "random", "greedy", "--hands", "2", "--ladder", "{loop_a}"],
+    ["tournament", "--agents", "random", "greedy", "--hands", "2", "--deal-set", "{fifo.yaml}"],
+    ["tournament", "--config", "{fifo.yaml}"],
     ["tournament", "--agents", "random", "greedy", "--partners", "heuristic"],
     *[["tournament", "--config", f"{{{f}}}"] for f in ("billion.yaml", "utf16.yaml", "list.yaml", "dup.yaml",
                                                      "a_dir", "missing")],
@@ -121,3 +135,31 @@ def test_debug_shows_the_traceback(bad: dict[str, str]) -> None:
     loud = subprocess.run([*cmd, "--debug"], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 2 and "Traceback" not in quiet.stderr
     assert loud.returncode != 0 and "Traceback" in loud.stderr and "RulesError" in loud.stderr
+
+
+def test_an_empty_out_is_refused_not_read_as_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = ["tournament", "--agents", "random", "greedy", "--hands", "2", "--no-plots"]
+    assert cli_main([*base, "--out", ""]) == 2
+    assert "canasta tournament: error: --out must not be empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written in the working directory
+    assert cli_main([*base, "--out", "named"]) == 0  # the twin: a named folder is used
+    assert (tmp_path / "named" / "hands.csv").is_file()
+
+
+def test_a_ladder_that_is_a_symlink_loop_is_refused_and_left_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "ladder.json"
+    os.symlink(tmp_path / "other", loop)
+    os.symlink(loop, tmp_path / "other")
+    argv = ["tournament", "--agents", "random", "greedy", "--hands", "2", "--no-plots"]
+    assert cli_main([*argv, "--ladder", str(loop)]) == 2
+    assert "symbolic link loop" in capsys.readouterr().err
+    assert loop.is_symlink()  # not replaced by a fresh ladder file
+
+
+def test_bench_flag_conflicts_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "--api", "aec", "--batch", "2"]) == 2
+    assert capsys.readouterr().err.strip() == ("canasta bench: error: --api aec is one game (batch 1); "
+                                               "--batch applies to --api engine and vec")

@@ -88,8 +88,8 @@ def test_bad_files_and_arguments_are_refused(monkeypatch, capsys, tmp_path: Path
     records = _record_file(path)
     code, _, err = _replay(monkeypatch, capsys, [str(path), "--hand", "3"])
     assert code == 2 and "holds 2 hand(s)" in err
-    code, _, err = _replay(monkeypatch, capsys, [str(path), "--view", "4", "--all"])
-    assert code == 1 and "--view 4" in err
+    code, out, err = _replay(monkeypatch, capsys, [str(path), "--view", "4", "--all"])
+    assert code == 2 and "--view 4" in err and out == ""  # the user's flag (issue 12): status 2
     code, _, err = _replay(monkeypatch, capsys, [str(path), "--view", "north"])
     assert code == 2 and "--view must be" in err
     broken = tmp_path / "broken.jsonl"

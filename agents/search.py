@@ -1,0 +1,154 @@
+"""Determinized Monte Carlo search over the batch engine (agent name ``search``).
+
+For each decision with more than one legal action:
+
+1. **Candidates**: the rollout policy's top ``n`` legal actions (its first choice, then its choice
+   with that action masked out, and so on: ``n`` cheap batched calls), or every legal action when
+   there are at most ``n``.
+2. **Worlds**: ``k`` complete states sampled from the mover's observation and mask alone
+   (``canasta_env.worlds.sample_worlds``), so the search never sees hidden cards. The same ``k``
+   worlds serve every candidate (common random numbers: the candidates differ only by the action).
+3. **Rollouts**: each candidate is applied in each of its worlds and every world is played by the
+   rollout policy for all seats to the end of the hand, or for ``depth`` decisions, when the hand
+   is scored as if it ended there (no going-out bonus, cards in hand counted minus). Every
+   candidate of every row of the batch is one engine batch: ``sum(candidates) * k`` rows stepped
+   together.
+4. **Choice**: the candidate with the best mean margin of the mover's side (its hand score minus
+   the mean of the other sides', as ``agents.match`` measures a hand); ties go to the rollout
+   policy's preference.
+
+Deterministic given the rng: each row draws one uniform from it to seed its worlds. The rollout
+policy is the heuristic by default (deterministic), or a checkpoint played deterministically.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from canasta_env.engine import State
+from canasta_env.engine.core import _observe_unchecked, _step_unchecked
+from canasta_env.engine.layout import NUM_PARAMS, O_HSCORE, P_NSIDES
+from canasta_env.engine.score import score_hand
+from canasta_env.policy import Agent
+from canasta_env.rules import RuleSet, load_rules
+from canasta_env.worlds import sample_worlds
+
+DEFAULT_K, DEFAULT_N, DEFAULT_DEPTH = 8, 4, 0  # depth 0: play to the end of the hand
+
+
+@njit(cache=True)
+def provisional_scores(data, prm, rows, out):
+    """Hand score per side of each listed row as if the hand ended now (a copy is scored)."""
+    sides = prm[P_NSIDES]
+    for i in range(rows.shape[0]):
+        row = data[rows[i]].copy()
+        score_hand(row, prm)
+        for s in range(sides):
+            out[i, s] = row[prm[O_HSCORE] + s]
+
+
+class SearchAgent:
+    """Determinized Monte Carlo search (see the module docstring)."""
+
+    name = "search"
+    needs_observations = True
+
+    def __init__(self, rules: RuleSet | str, k: int = DEFAULT_K, n: int = DEFAULT_N,
+                 depth: int = DEFAULT_DEPTH, rollout: str = "heuristic",
+                 checkpoint: str | None = None, seed: int = 0) -> None:
+        from agents import make_agent
+
+        self.rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
+        if k < 1 or n < 1 or depth < 0:
+            raise ValueError(f"search: need k >= 1, n >= 1, depth >= 0; got k={k}, n={n}, "
+                             f"depth={depth}")
+        self.k, self.n, self.depth, self.seed = int(k), int(n), int(depth), int(seed)
+        self.policy: Agent = (make_agent("policy", self.rules, checkpoint=checkpoint)
+                              if checkpoint is not None else make_agent(rollout, self.rules))
+        self.max_steps = int(self.rules.resolved().max_steps_per_hand)
+
+    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
+            rng: Any) -> npt.NDArray[np.int64]:
+        obs = np.asarray(observations, dtype=np.float32)
+        mask = np.ascontiguousarray(legal_action_mask, dtype=np.bool_)
+        out = np.argmax(mask, axis=1).astype(np.int64)  # the only legal action, where one
+        seeds = (rng.random(mask.shape[0]) * 2.0**53).astype(np.int64) ^ self.seed
+        rows = np.flatnonzero(mask.sum(axis=1) > 1)
+        if rows.size:
+            out[rows] = self._search(obs[rows], mask[rows], seeds[rows])
+        return out
+
+    def candidates(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+                   ) -> list[npt.NDArray[np.int64]]:
+        """Per row, the candidate actions in the rollout policy's order of preference."""
+        left = mask.copy()
+        picks: list[list[int]] = [[] for _ in range(mask.shape[0])]
+        quiet = np.random.default_rng(0)
+        for _ in range(self.n):
+            open_rows = np.flatnonzero(left.any(axis=1))
+            if open_rows.size == 0:
+                break
+            chosen = np.asarray(self.policy.act(obs[open_rows], left[open_rows], quiet), np.int64)
+            for r, a in zip(open_rows, chosen, strict=True):
+                picks[r].append(int(a))
+                left[r, a] = False
+        return [np.array(p, dtype=np.int64) for p in picks]
+
+    def _search(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                seeds: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        cands = self.candidates(obs, mask)
+        state, actions = self._worlds(obs, mask, seeds, cands)
+        result = _step_unchecked(state, actions)
+        values = self._rollout(state)
+        values[result.illegal] = np.nan  # a world whose mask differed (never seen in tests)
+        out = np.empty(len(cands), dtype=np.int64)
+        pos = 0
+        for i, c in enumerate(cands):
+            block = values[pos: pos + c.size * self.k].reshape(c.size, self.k)
+            pos += c.size * self.k
+            means = np.array([np.nanmean(v) if np.isfinite(v).any() else -np.inf for v in block])
+            out[i] = c[int(np.argmax(means))]
+        return out
+
+    def _worlds(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                seeds: npt.NDArray[np.int64], cands: list[npt.NDArray[np.int64]]
+                ) -> tuple[State, npt.NDArray[np.int64]]:
+        """One engine batch: for row i, its k worlds repeated once per candidate."""
+        data, masks, actions = [], [], []
+        params = None
+        for i, c in enumerate(cands):
+            worlds = sample_worlds(self.rules, obs[i], self.k, seed=int(seeds[i]),
+                                   legal_mask=mask[i])
+            params = worlds.params
+            data.append(np.tile(worlds.data, (c.size, 1)))
+            masks.append(np.tile(worlds.legal_action_mask, (c.size, 1)))
+            actions.append(np.repeat(c, self.k))
+        assert params is not None and params.shape == (NUM_PARAMS,)
+        state = State(self.rules, params, np.concatenate(data), np.concatenate(masks))
+        return state, np.concatenate(actions)
+
+    def _rollout(self, state: State) -> npt.NDArray[np.float64]:
+        """Play every row with the rollout policy (all seats) to the hand's end or the depth cap;
+        the margin of seat 0's side (the searching seat sits at 0 in every world)."""
+        quiet = np.random.default_rng(0)
+        limit = self.depth if self.depth > 0 else self.max_steps
+        for _ in range(limit):
+            live = np.flatnonzero(~(state.terminated | state.truncated))
+            if live.size == 0:
+                break
+            movers = state.current_player[live].astype(np.int64)
+            obs = _observe_unchecked(state, movers, live)
+            acts = np.asarray(self.policy.act(obs, state.legal_action_mask[live], quiet), np.int64)
+            _step_unchecked(state, acts, live)
+        scores = state.hand_scores.astype(np.float64)
+        unfinished = np.flatnonzero(~state.terminated)
+        if unfinished.size:
+            est = np.zeros((unfinished.size, state.num_sides), dtype=np.int64)
+            provisional_scores(state.data, state.params, unfinished, est)
+            scores[unfinished] = est
+        sides = state.num_sides
+        return scores[:, 0] - (scores.sum(axis=1) - scores[:, 0]) / max(sides - 1, 1)

@@ -1,0 +1,63 @@
+"""The search agent (agents/search.py): legal play, determinism, and a decision it must get right."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agents import make_agent
+from agents.match import play_match
+from canasta_env.engine import action_index, init, observe, step
+from canasta_env.policy import RandomAgent
+from canasta_env.scenario import scenario
+
+
+def test_search_plays_legal_moves_against_random() -> None:
+    """play_match raises on any illegal action; a few hands per table size."""
+    for preset in ("classic_2p", "classic_4p"):
+        search = make_agent("search", preset, k=2, n=2, depth=12, seed=1)
+        result = play_match(preset, search, RandomAgent(), 2, seed=11)
+        assert result.margins.shape == (2, 2)
+        assert result.truncated == 0
+
+
+def _positions(preset: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+    state = init(preset, count, seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(9):
+        step(state, RandomAgent().act(None, state.legal_action_mask, rng))
+    movers = state.current_player.astype(np.int64)
+    return observe(state, movers), state.legal_action_mask.copy()
+
+
+def test_search_is_deterministic_given_the_rng() -> None:
+    obs, mask = _positions("classic_2p", 6)
+    agent = make_agent("search", "classic_2p", k=3, n=3, depth=20, seed=5)
+    first = agent.act(obs, mask, np.random.default_rng(9))
+    again = agent.act(obs, mask, np.random.default_rng(9))
+    assert np.array_equal(first, again)
+    assert mask[np.arange(6), first].all()
+    # a row's choice does not depend on the other rows of the batch (given the same uniform)
+    alone = agent.act(obs[:1], mask[:1], np.random.default_rng(9))
+    assert alone[0] == first[0]
+
+
+def _go_out_position(canastas: int) -> tuple[np.ndarray, np.ndarray]:
+    """classic_2p, seat 0 to meld with K K K; the opponent holds a heavy hand. With two canastas
+    on the table melding the kings goes out."""
+    melds = ["Q Q Q Q Q Q Q", "J J J J J J J"][:canastas] + ["5 5 5"]
+    state = scenario("classic_2p", hands=["K K K", "JK JK 2 2 A A A 9 8 6 4 4 T T"],
+                     melds={0: melds, 1: ["9 9 9"]}, pile="4 6 8", turn=0, phase="meld")
+    return observe(state, [0]), state.legal_action_mask.copy()
+
+
+def test_search_goes_out_when_it_wins_big() -> None:
+    agent = make_agent("search", "classic_2p", k=6, n=4, seed=2)
+    meld_kings = action_index("MELD_NNN_K")
+    obs, mask = _go_out_position(2)
+    assert mask[0, meld_kings] and mask.sum() > 1
+    assert agent.act(obs, mask, np.random.default_rng(0))[0] == meld_kings
+    # negative twin: one canasta short, melding the kings would leave no card and no go-out
+    obs, mask = _go_out_position(1)
+    assert not mask[0, meld_kings]
+    choice = agent.act(obs, mask, np.random.default_rng(0))[0]
+    assert choice != meld_kings and mask[0, choice]
