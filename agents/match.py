@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, observe, raise_illegal, step
+from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, raise_illegal
 from canasta_env.engine.cards import WILD_SLOT
+from canasta_env.engine.core import _observe_unchecked, _step_unchecked, check_actions
 from canasta_env.engine.layout import EV_PILE_TAKE
 from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
@@ -83,11 +84,13 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
             rows = live[sel]
             agent = agents[int(i)]
             if getattr(agent, "needs_observations", True):
-                obs = observe(state, movers[sel], rows)
+                obs = _observe_unchecked(state, movers[sel], rows)
             else:
                 obs = np.zeros((rows.size, 0), dtype=np.float32)
             actions[sel] = agent.act(obs, mask[sel], randoms[int(i)].subset(rows))
-        result = step(state, actions, live)
+        # the state is this loop's own (agents get copies of observations and masks), so only the
+        # agents' actions need checking; the kernel flags out-of-range ones illegal
+        result = _step_unchecked(state, check_actions(actions, live.size, "match"), live)
         if result.illegal.any():
             bad = int(np.flatnonzero(result.illegal)[0])
             raise_illegal(state, int(live[bad]), int(actions[bad]))

@@ -2,7 +2,8 @@
 
 Values in bad input may be huge (an integer of a million digits, a 100,000-deep list) or hostile (a
 ``__repr__`` that raises); a message quotes them at most ``QUOTE_LIMIT`` characters long and never
-fails while doing so.
+fails while doing so. Text read from files (seat labels of game records) may hold terminal escape
+codes; ``printable`` writes them as visible escapes before they reach a terminal.
 """
 
 from __future__ import annotations
@@ -41,4 +42,13 @@ def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:
 def one_line(exc: BaseException, limit: int = 800) -> str:
     """An exception's message on one line, at most ``limit`` characters."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def printable(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (ESC, BEL, CR,
+    newlines, bidi overrides) written as its escape (``\\x1b``), at most ``limit`` characters; a
+    label from a file can then neither drive the terminal nor hide what it says."""
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in str(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."

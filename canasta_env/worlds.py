@@ -507,12 +507,13 @@ def _credit_guesses(seen: Seen, count: int, rng: np.random.Generator) -> list[np
             c[kind] = min(hand[kind], left)
             left -= c[kind]
         out.append(c)
-    cards = np.repeat(np.arange(NUM_KINDS), hand)
-    for _ in range(4 * count):
-        if len(out) >= count:
-            break
-        pick = rng.choice(cards, size=total, replace=False)
-        out.append(np.bincount(pick, minlength=NUM_KINDS).astype(np.int64))
+    draws = 4 * count - len(out)
+    if count > len(out) and draws > 0:  # uniform draws of ``total`` cards without replacement
+        cards = np.repeat(np.arange(NUM_KINDS), hand)
+        picks = cards[np.argsort(rng.random((draws, cards.size)), axis=1)[:, :total]]
+        counts = np.zeros((draws, NUM_KINDS), np.int64)
+        np.add.at(counts, (np.repeat(np.arange(draws), total), picks.ravel()), 1)
+        out.extend(counts)
     unique: dict[bytes, npt.NDArray[np.int64]] = {}
     for c in out:
         unique.setdefault(c.tobytes(), c)
@@ -576,21 +577,33 @@ def _deal_hidden(worlds: State, seen: Seen, pool: npt.NDArray[np.int64], rng: np
     rest = np.repeat(np.arange(NUM_KINDS), np.where(np.arange(NUM_KINDS) == RED_THREE, 0, pool))
     stock_at = dest.size - seen.stock_size
     n_hand = int(np.count_nonzero(dest < n))
-    for w in rows:
-        cards = np.full(dest.size, -1, np.int64)
-        cards[rng.choice(allowed, size=red3, replace=False)] = RED_THREE
-        cards[cards < 0] = rng.permutation(rest)
-        hands = worlds.hands[w]
-        hands[:] = 0
-        hands[seen.seat] = seen.hand
-        hands += seen.known * (np.arange(n) != seen.seat)[:, None]
-        np.add.at(hands, (dest[:n_hand], cards[:n_hand]), 1)
-        reserves = worlds.reserves[w]
-        reserves[:] = 0
-        np.add.at(reserves, (dest[n_hand:stock_at] - n, cards[n_hand:stock_at]), 1)
-        base = int(worlds.params[O_STOCK])
-        worlds.data[w, base: base + seen.stock_size] = cards[stock_at:]
-        worlds.data[w, F_STOCK_LEN] = seen.stock_size
+    rows = np.asarray(rows, dtype=np.int64)
+    r = rows.size
+    if r == 0:
+        return
+    # every row at once: red threes to random allowed places, the other cards shuffled into the rest
+    cards = np.full((r, dest.size), -1, np.int64)
+    if red3:
+        at = allowed[np.argsort(rng.random((r, allowed.size)), axis=1)[:, :red3]]
+        cards[np.arange(r)[:, None], at] = RED_THREE
+    if rest.size:
+        shuffled = rest[np.argsort(rng.random((r, rest.size)), axis=1)]
+        cards[cards < 0] = shuffled.ravel()  # row-major: each row's free places get its shuffle
+    hands = np.zeros((r, n, NUM_KINDS), np.int64)
+    hands[:, seen.seat] = seen.hand
+    hands += (seen.known * (np.arange(n) != seen.seat)[:, None])[None]
+    ridx = np.repeat(np.arange(r), n_hand)
+    np.add.at(hands, (ridx, np.tile(dest[:n_hand], r), cards[:, :n_hand].ravel()), 1)
+    reserves = np.zeros((r, n, NUM_KINDS), np.int64)
+    n_res = stock_at - n_hand
+    if n_res:
+        np.add.at(reserves, (np.repeat(np.arange(r), n_res), np.tile(dest[n_hand:stock_at] - n, r),
+                             cards[:, n_hand:stock_at].ravel()), 1)
+    base = int(worlds.params[O_STOCK])
+    worlds.hands[rows] = hands
+    worlds.reserves[rows] = reserves
+    worlds.data[rows, base: base + seen.stock_size] = cards[:, stock_at:]
+    worlds.data[rows, F_STOCK_LEN] = seen.stock_size
 
 
 def _finish_rows(worlds: State, seen: Seen, rows: npt.NDArray[np.int64]) -> None:

@@ -3,6 +3,7 @@ with a one-line message before any kernel runs or anything large is allocated; n
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -286,3 +287,150 @@ def test_pettingzoo_env_refuses_float_actions_and_bad_seeds() -> None:
         env.step(a + 0.7)  # type: ignore[arg-type]
     assert np.array_equal(env.state.data, before)  # type: ignore[union-attr]
     env.step(np.int64(a))  # type: ignore[arg-type]
+
+
+# ---- corrupt state fields (edited through the views) -------------------------------------------
+
+CORRUPTIONS = textwrap.dedent("""
+    import numpy as np
+    from canasta_env.engine import CorruptStateError, init, observe, reset_rows, step
+    from canasta_env.engine.layout import O_PILE, O_STOCK
+
+    def fresh():
+        s = init("classic_2p", 4, seed=3)
+        for _ in range(12):  # a few moves: a pile, melds and a mover other than the first
+            step(s, [int(np.flatnonzero(m)[-1]) for m in s.legal_action_mask])
+        assert s.pile_size[0] > 0 and s.stock_size[0] > 0
+        return s
+
+    def stale_mask(s):  # a discard of a kind the mover does not hold, masked in
+        p = int(s.current_player[0])
+        k = int(np.flatnonzero(s.hands[0, p] == 0)[0])
+        s.legal_action_mask[0, 88 + k] = True
+        return 88 + k
+
+    EDITS = {
+        "stock_size": lambda s, v: s.stock_size.__setitem__(0, v),
+        "pile_size": lambda s, v: s.pile_size.__setitem__(0, v),
+        "current_player": lambda s, v: s.current_player.__setitem__(0, v),
+        "dealer": lambda s, v: s.dealer.__setitem__(0, v),
+        "phase": lambda s, v: s.phase.__setitem__(0, v),
+        "asker": lambda s, v: s.asker.__setitem__(0, v),
+        "stock": lambda s, v: s.data.__setitem__((0, s.params[O_STOCK] + s.stock_size[0] - 1), v),
+        "pile": lambda s, v: s.data.__setitem__((0, s.params[O_PILE] + s.pile_size[0] - 1), v),
+        "hands": lambda s, v: s.hands.__setitem__((0, 1, 4), v),
+        "reserves": lambda s, v: s.reserves.__setitem__((0, 0, 0), v),
+        "red_threes": lambda s, v: s.red_threes.__setitem__((0, 1), v),
+        "meld_naturals": lambda s, v: s.meld_naturals.__setitem__((0, 0, 3), v),
+        "meld_jokers": lambda s, v: s.meld_jokers.__setitem__((0, 1, 11), v),
+        "meld_twos": lambda s, v: s.meld_twos.__setitem__((0, 0, 12), v),
+        "closed_slots": lambda s, v: s.closed_slots.__setitem__((0, 0, 5), v),
+        "closed_jokers": lambda s, v: s.closed_jokers.__setitem__((0, 1, 2), v),
+        "closed_twos": lambda s, v: s.closed_twos.__setitem__((0, 0, 0), v),
+        "params": lambda s, v: s.params.__setitem__(49, v),
+    }
+    refused = 0
+    for name, edit in EDITS.items():
+        for value in (10**6, -(10**6), 2**31 - 1, -1):
+            s = fresh()
+            legal = int(np.flatnonzero(s.legal_action_mask[0])[0])
+            edit(s, value)
+            if name in ("phase", "asker", "dealer", "current_player") and value == -1:
+                value = -7  # -1 is a valid asker; keep the loop uniform
+                edit(s, value)
+            before = s.data.copy()
+            calls = {"step": lambda: step(s, [legal], rows=[0]), "observe": lambda: observe(s, [0]),
+                     "refresh_mask": s.refresh_mask, "State.pile": lambda: s.pile(0)}
+            for fn, call in calls.items():
+                try:
+                    call()
+                except CorruptStateError as exc:
+                    assert str(exc).startswith(fn + ": "), exc
+                    assert name in str(exc), (name, str(exc))
+                    refused += 1
+                else:
+                    raise SystemExit(f"not refused: {fn} after {name} = {value}")
+            assert np.array_equal(s.data, before)  # nothing ran
+            if name != "params":
+                reset_rows(s, [0])  # a deal rewrites the row: the repair
+                step(s, [int(np.flatnonzero(s.legal_action_mask[0])[0])], rows=[0])
+    s = fresh()
+    action = stale_mask(s)
+    try:
+        step(s, [action] * 4)
+    except CorruptStateError as exc:
+        assert "legal_action_mask allows action" in str(exc), exc
+        refused += 1
+    s.refresh_mask()
+    assert step(s, [action] * 4).illegal[0]  # the refreshed mask refuses it as illegal
+    s = fresh()
+    s.stock_size[:] = 10**6
+    try:
+        step(s, [0, 0, 0, 0])
+    except CorruptStateError as exc:
+        print(exc)
+    print("refused", refused)
+""")
+
+
+def test_corrupt_fields_are_refused_with_the_row_and_field_not_a_crash() -> None:
+    """Each index field edited out of range, then step/observe/refresh_mask/pile: a
+    ``CorruptStateError`` naming the call, the row and the field, the state untouched; never
+    signal 11 (the process would die before printing)."""
+    proc = subprocess.run([sys.executable, "-c", CORRUPTIONS], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert f"refused {18 * 4 * 4 + 1}" in proc.stdout, proc.stdout
+    assert "step: row 0 is corrupt: stock_size = 1000000 outside [0, 108]" in proc.stdout
+
+
+def test_card_conservation_is_checked() -> None:
+    s = init("classic_2p", 2, seed=5)
+    s.hands[1, 0, 7] += 1  # a card from nowhere: in range, but the deck has no such card
+    with pytest.raises(core.CorruptStateError,
+                       match=r"^step: row 1 is corrupt: its 7 cards add up to 9, the deck holds 8$"):
+        step(s, [0, 0])
+    s.hands[1, 0, 7] -= 1
+    step(s, [0, 0])  # the twin: restored, it steps
+
+
+def test_untouched_states_pass_the_check_in_random_play_of_every_preset() -> None:
+    """The negative twin: no reachable state is refused (every preset, hand and game episodes,
+    every step checked with its actions, and after every re-deal)."""
+    from canasta_env.policy import RandomAgent
+    from canasta_env.rules import preset_names
+
+    agent = RandomAgent()
+    for preset in preset_names():
+        for episode in ("hand", "game"):
+            rng = np.random.default_rng(len(preset))
+            state = init(preset, 8, seed=11, episode=episode)
+            for _ in range(400):
+                actions = agent.act(np.empty((8, 0), np.float32), state.legal_action_mask, rng)
+                core.check_integrity(state, state.all_rows, "test", actions.astype(np.int64))
+                result = step(state, actions)
+                done = np.flatnonzero(result.terminated | result.truncated)
+                core.check_integrity(state, state.all_rows, "test")
+                if done.size:
+                    reset_rows(state, done)
+            observe(state, state.current_player)
+            state.refresh_mask()
+
+
+def test_the_check_runs_without_the_jit() -> None:
+    code = textwrap.dedent("""
+        from canasta_env.engine import CorruptStateError, init, step
+        s = init("classic_2p", 1, seed=2)
+        for _ in range(6):
+            step(s, [int(s.legal_action_mask[0].nonzero()[0][0])])
+        s.current_player[0] = 9
+        try:
+            s.refresh_mask()
+        except CorruptStateError as exc:
+            print(exc)
+    """)
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "refresh_mask: row 0 is corrupt: current_player = 9 outside [0, 1]" in proc.stdout

@@ -365,6 +365,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.hands is not None and args.hands < 1:
         raise ValueError("--hands must be at least 1")
+    repeated = sorted({h for h in args.human if args.human.count(h) > 1})
+    if repeated:  # a typo more likely than a wish: refuse rather than merge
+        raise ValueError(f"--human: seat(s) {repeated} given more than once")
     rules = load_rules(args.rules)
     seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partner)
     if args.partner and not rules.partnerships:

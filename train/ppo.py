@@ -54,7 +54,7 @@ class TrainArgs:
     snapshot_every: int = 100_000  # selfplay: learner steps between snapshots joining the pool
     pool_size: int = 10  # selfplay: past snapshots kept
     latest_ratio: float = 0.5  # selfplay: share of episodes against the latest policy
-    algo: str = "maskable_ppo"  # maskable_ppo (sb3-contrib) | ppo (train.lean_ppo); docs/training.md
+    algo: str = "ppo"  # ppo (train.lean_ppo) | maskable_ppo (sb3-contrib); docs/training.md
     device: str = "auto"  # auto | cpu | cuda (auto: cuda when torch sees a GPU)
     precision: str = "auto"  # algo ppo: fp32 | bf16 | auto (bf16 where the CPU/GPU runs it fast)
     overlap: bool = True  # algo ppo: collect the next rollout while the learner updates
@@ -63,11 +63,14 @@ class TrainArgs:
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
-    """The training options a YAML file and the flags give (flags win), checked by name and type;
-    errors name ``where``, else the file (``<flags>`` for the command line)."""
+    """The training options a YAML file and the flags give (flags win), checked by name and type
+    (the file's own values too, even those a flag overrides); errors name ``where``, else the file
+    (``<flags>`` for the command line)."""
     from train.config_file import read_mapping
 
     data: dict[str, Any] = read_mapping(config, "training options") if config else {}
+    if config:  # every value of the file, also those a flag overrides: a wrong one is a mistake
+        _check_types(data, where or config)
     data.update({k: v for k, v in overrides.items() if v is not None})
     _check_types(data, where or config or "<flags>")
     return data

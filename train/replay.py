@@ -4,6 +4,8 @@ Each hand is re-played through the engine from its explicit deal (``canasta_env.
 what is shown is what the engine does with the recorded actions, and the hand's recorded outcome
 is checked at the end. Every step shows the table (``canasta_env.engine.render``) from one seat's
 view (``--view P``: the other hands hidden) or omniscient (the default), then the move played.
+Seat labels come from the file, so control characters in them are shown as escapes, never sent
+to the terminal.
 Enter advances, ``q`` quits; ``--all`` prints every step without waiting.
 """
 
@@ -58,6 +60,7 @@ class Replayer:
         record does not replay."""
         from canasta_env.engine import ACTION_NAMES
         from canasta_env.engine.render import render
+        from canasta_env.messages import printable
         from canasta_env.records import check_outcome, replay_step, start_state
         from train.table_view import describe
 
@@ -65,7 +68,7 @@ class Replayer:
         if self.view is not None and not 0 <= self.view < state.num_players:
             raise ValueError(f"--view {self.view}: {record.preset} has seats 0-{state.num_players - 1}")
         self.console.rule(f"Hand {number} of {total} in the file: {record.describe()}")
-        seats = ", ".join(f"P{p} {label}" for p, label in enumerate(record.seats))
+        seats = ", ".join(f"P{p} {printable(label)}" for p, label in enumerate(record.seats))
         self.console.print(Text(f"Seats: {seats}; game scores before the hand: {record.scores_before}; "
                                 f"{len(record.actions)} decisions"))
         n = len(record.actions)
@@ -73,7 +76,8 @@ class Replayer:
             mover = int(state.current_player[0])
             self.console.print(Panel(Text(render(state, 0, self.view)), title=f"step {i + 1} of {n}",
                                      title_align="left"))
-            self.console.print(Text(f"P{mover} ({record.seats[mover]}) plays {ACTION_NAMES[action]}: "
+            label = printable(record.seats[mover])
+            self.console.print(Text(f"P{mover} ({label}) plays {ACTION_NAMES[action]}: "
                                     f"{describe(action)}", style="bold"))
             replay_step(record, state, i)
             if not self._pause():

@@ -29,6 +29,7 @@ if "NUMBA_CACHE_DIR" not in os.environ:
 
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS, action_index, action_name  # noqa: E402
 from canasta_env.engine.core import (  # noqa: E402
+    CorruptStateError,
     DealId,
     ExplicitDeal,
     IllegalActionError,
@@ -47,8 +48,8 @@ from canasta_env.engine.core import (  # noqa: E402
 )
 
 __all__ = [
-    "ACTION_NAMES", "NUM_ACTIONS", "DealId", "ExplicitDeal", "IllegalActionError", "State",
-    "StepResult", "action_index", "action_name", "clone", "explicit_deal", "init",
-    "init_from_deals", "observe", "raise_illegal",
-    "redeal", "reset_rows", "step", "step_one",
+    "ACTION_NAMES", "NUM_ACTIONS", "CorruptStateError", "DealId", "ExplicitDeal",
+    "IllegalActionError", "State", "StepResult", "action_index", "action_name", "clone",
+    "explicit_deal", "init", "init_from_deals", "observe", "raise_illegal", "redeal", "reset_rows",
+    "step", "step_one",
 ]

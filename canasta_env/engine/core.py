@@ -2,8 +2,9 @@
 
 The Python layer only checks its arguments, allocates arrays, calls the compiled kernels and
 returns arrays; every rule lives in the kernels. The kernels do not bounds-check, so every public
-function refuses bad ``rows``/``actions``/seeds (``ValueError``, ``RowIndexError``) before a kernel
-runs, and ``init`` refuses a batch that cannot fit in memory before allocating it. ``step``
+function refuses bad ``rows``/``actions``/seeds (``ValueError``, ``RowIndexError``) and rows whose
+fields were edited out of range (``CorruptStateError``, ``integrity.py``) before a kernel runs, and
+``init`` refuses a batch that cannot fit in memory before allocating it. ``step``
 mutates the ``State`` it is given (like pgx's functional ``step``, but in place, to avoid copying a
 large batch every decision).
 """
@@ -20,7 +21,17 @@ import numpy.typing as npt
 
 from canasta_env.engine import kernels
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
-from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
+from canasta_env.engine.cards import KIND_NAMES, NUM_KINDS, NUM_SLOTS
+from canasta_env.engine.integrity import (
+    BAD_ACTION,
+    BAD_CARDS,
+    BAD_CLOSED_CARDS,
+    BAD_PILE,
+    BAD_STOCK,
+    FIELDS,
+    REPORT_SIZE,
+    find_corrupt,
+)
 from canasta_env.engine.layout import (
     F_ASKER,
     F_CONCEALED,
@@ -69,6 +80,7 @@ from canasta_env.engine.layout import (
     O_SCORE,
     O_STOCK,
     P_DECK,
+    P_EPISODE_GAME,
     P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
@@ -294,15 +306,22 @@ class State:
                                 f"{self.num_games} games")
         return i
 
+    def _sound_row(self, b: object, fn: str) -> int:
+        """``row_index(b)``, after checking that row's fields (``CorruptStateError``)."""
+        i = self.row_index(b)
+        _check_state(self, fn)
+        check_integrity(self, np.array([i], dtype=np.int64), fn)
+        return i
+
     def stock(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s stock, bottom first (the last element is the next card drawn)."""
-        b = self.row_index(b)
+        b = self._sound_row(b, "State.stock")
         start = int(self.params[O_STOCK])
         return self.data[b, start: start + int(self.data[b, F_STOCK_LEN])]
 
     def pile(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s discard pile, bottom first (the last element is the top card)."""
-        b = self.row_index(b)
+        b = self._sound_row(b, "State.pile")
         start = int(self.params[O_PILE])
         return self.data[b, start: start + int(self.data[b, F_PILE_LEN])]
 
@@ -317,7 +336,10 @@ class State:
         return [int(a) for a in np.flatnonzero(self.legal_action_mask[self.row_index(b)])]
 
     def refresh_mask(self) -> None:
-        """Recompute every mask after the arrays were edited from Python."""
+        """Recompute every mask after the arrays were edited from Python; ``CorruptStateError``
+        (nothing recomputed) when an edit left a row the kernels cannot run on."""
+        _check_state(self, "refresh_mask")
+        check_integrity(self, self.all_rows, "refresh_mask")
         kernels.refresh_masks(self.data, self.legal_action_mask, self.params)
 
 
@@ -330,6 +352,12 @@ class State:
 MAX_GAMES = 2**31 - 1  # deal addresses store the row in an int32
 SEED_LIMIT = 2**64
 _ROW_OVERHEAD = 64  # bytes per game of temporaries while dealing (seeds, row ids, events, arange)
+
+
+class CorruptStateError(ValueError):
+    """A state's fields were edited into values the kernels cannot run on: a seat, phase, length,
+    card kind or count out of range, cards that do not add up to the deck, params that are not its
+    rules', or a mask allowing an action the row cannot play."""
 
 
 class RowIndexError(IndexError, ValueError):
@@ -461,6 +489,63 @@ def _check_state(state: State, fn: str) -> None:
             and mask.dtype == np.bool_ and mask.shape == (data.shape[0], NUM_ACTIONS)):
         raise ValueError(f"{fn}: the state's arrays do not match its parameters (data, "
                          "legal_action_mask or params were replaced); make it with init()")
+
+
+_NO_ACTIONS = np.zeros(0, dtype=np.int64)
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_PARAMS_OF_RULES: dict[tuple[int, int], tuple[RuleSet, npt.NDArray[np.int32]]] = {}
+
+
+def check_integrity(state: State, rows: npt.NDArray[np.int64], fn: str,
+                    actions: npt.NDArray[np.int64] | None = None) -> None:
+    """Refuse (``CorruptStateError`` naming ``fn``, the row and the field) when the state's params
+    are not its rules' or one of ``rows`` (in range, int64) holds a field the kernels would index
+    out of range; with ``actions`` (one per row), also a masked-in action the row cannot play.
+    One compiled pass (``integrity.find_corrupt``), run by the public entry points only."""
+    report = np.zeros(REPORT_SIZE, dtype=np.int64)
+    bad = find_corrupt(state.data, state.params, _params_of_rules(state, fn),
+                       state.legal_action_mask, rows, _NO_ACTIONS if actions is None else actions,
+                       report)
+    if bad == -1:
+        return
+    code, i, j, value, low, high = (int(x) for x in report)
+    if bad == -2:
+        raise CorruptStateError(f"{fn}: the state's params[{i}] = {value} is not {low} as its rules "
+                                f"({short_repr(state.rules.name, 40)}) give; make states with init()")
+    raise CorruptStateError(f"{fn}: row {int(rows[bad])} is corrupt: "
+                            f"{_corruption(code, i, j, value, low, high)}")
+
+
+def _corruption(code: int, i: int, j: int, value: int, low: int, high: int) -> str:
+    """What ``find_corrupt`` reported, in words."""
+    name = FIELDS[code]
+    if code == BAD_CARDS:
+        return f"its {KIND_NAMES[i]} cards add up to {value}, the deck holds {low}"
+    if code == BAD_ACTION:
+        return (f"legal_action_mask allows action {i} ({ACTION_NAMES[i]}), which the row cannot "
+                "play (call refresh_mask() after editing a state)")
+    if code == BAD_CLOSED_CARDS:
+        return (f"closed_slots[{i}, {j}] cannot hold its closed_jokers and closed_twos "
+                f"({value} naturals left)")
+    if code in (BAD_STOCK, BAD_PILE):
+        return f"{name}[{i}] = {value} is not a card kind in [{low}, {high}]"
+    index = "" if i < 0 else f"[{i}]" if j < 0 else f"[{i}, {j}]"
+    return f"{name}{index} = {value} outside [{low}, {high}]"
+
+
+def _params_of_rules(state: State, fn: str) -> npt.NDArray[np.int32]:
+    """``pack_params`` of the state's rules and episode, cached by rule-set object."""
+    rules = state.rules
+    if not isinstance(rules, RuleSet):
+        raise CorruptStateError(f"{fn}: the state's rules are not a RuleSet, got "
+                                f"{short_repr(rules)}; make states with init()")
+    game = int(state.params[P_EPISODE_GAME] != 0)
+    hit = _PARAMS_OF_RULES.get((id(rules), game))
+    if hit is None or hit[0] is not rules:
+        if len(_PARAMS_OF_RULES) >= 64:
+            _PARAMS_OF_RULES.clear()
+        hit = _PARAMS_OF_RULES[(id(rules), game)] = (rules, pack_params(rules, ("hand", "game")[game]))
+    return hit[1]
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -651,6 +736,7 @@ def _deal_list(deals: object, fn: str) -> list:  # type: ignore[type-arg]
 def redeal(state: State, rows: npt.ArrayLike, deals: list[DealId] | list[ExplicitDeal]) -> None:
     """Start a new game on each listed row from the given DealIds or explicit deals."""
     _check_state(state, "redeal")
+    check_integrity(state, _NO_ROWS, "redeal")  # the params; the rows are rewritten whole
     idx = check_rows(state, rows, "redeal", unique=True)
     deals = _deal_list(deals, "redeal")
     if len(deals) != idx.size:
@@ -722,8 +808,11 @@ def explicit_deal(rules: RuleSet | str, deal: DealId, hand: int = 0) -> Explicit
 # ---- stepping and observing ------------------------------------------------------------------
 
 def reset_rows(state: State, rows: npt.ArrayLike) -> npt.NDArray[np.int32]:
-    """Start each listed row's next deal, DealId(seed, row, index + 1); returns deal event bits."""
+    """Start each listed row's next deal, DealId(seed, row, index + 1); returns deal event bits.
+    Only the params are checked for integrity: a deal reads nothing of a row but its deal address
+    (not an index) and rewrites all of it, so it also repairs a corrupt row."""
     _check_state(state, "reset_rows")
+    check_integrity(state, _NO_ROWS, "reset_rows")
     return _reset_rows_unchecked(state, check_rows(state, rows, "reset_rows", unique=True))
 
 
@@ -749,11 +838,15 @@ def step(state: State, actions: npt.ArrayLike, rows: npt.ArrayLike | None = None
     Raises:
         ValueError: non-integer actions or rows, a wrong number of actions, a repeated row.
         RowIndexError: a row outside ``[0, num_games)`` (an ``IndexError`` and a ``ValueError``).
+        CorruptStateError: a stepped row edited out of range, or its mask allowing the action
+            when the row cannot play it (a ``ValueError``; nothing is stepped).
     """
     _check_state(state, "step")
     idx = None if rows is None else check_rows(state, rows, "step", unique=True)
     n = state.num_games if idx is None else idx.shape[0]
-    return _step_unchecked(state, check_actions(actions, n, "step"), idx)
+    acts = check_actions(actions, n, "step")
+    check_integrity(state, state.all_rows if idx is None else idx, "step", acts)
+    return _step_unchecked(state, acts, idx)
 
 
 def _step_unchecked(state: State, acts: npt.NDArray[np.int64],
@@ -814,6 +907,7 @@ def observe(state: State, players: npt.ArrayLike, rows: npt.ArrayLike | None = N
                          f"{seats.shape[0]}")
     if seats.size and (seats.min() < 0 or seats.max() >= state.num_players):
         raise ValueError(f"observe: players must be seats in [0, {state.num_players})")
+    check_integrity(state, idx, "observe")
     return _observe_unchecked(state, seats.astype(np.int64, copy=False), idx)
 
 

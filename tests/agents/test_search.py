@@ -61,3 +61,13 @@ def test_search_goes_out_when_it_wins_big() -> None:
     assert not mask[0, meld_kings]
     choice = agent.act(obs, mask, np.random.default_rng(0))[0]
     assert choice != meld_kings and mask[0, choice]
+
+
+def test_search_guard_and_phases_fall_back_to_the_policy() -> None:
+    """An unreachable gain threshold, or no searched phase, plays exactly the rollout policy's
+    choice."""
+    obs, mask = _positions("classic_4p", 8)
+    heuristic = make_agent("heuristic", "classic_4p").act(obs, mask, np.random.default_rng(0))
+    for options in ({"phases": ()}, {"min_gain": 1e9}):
+        agent = make_agent("search", "classic_4p", k=2, n=3, depth=10, seed=3, **options)
+        assert np.array_equal(agent.act(obs, mask, np.random.default_rng(1)), heuristic)

@@ -31,6 +31,8 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "deep.yaml": b"a: " + b"[" * 200 + b"]" * 200 + b"\n",
         "badtype.yaml": b"num_envs: many\n",
         "unknown.yaml": b"num_envz: 3\n",
+        "run_dir_list.yaml": b"run_dir: [a]\n",  # TRAIN's --run_dir overrides it
+        "progress_maybe.yaml": b"progress: maybe\n",  # TRAIN's --progress overrides it
         "garbage.jsonl": b"\x00\xff\xfe not json\n",
         "notobject.jsonl": b"[1, 2, 3]\n",
         "hugeint.jsonl": b'{"format": "canasta-record", "hand_number": ' + b"9" * 5000 + b"}\n",
@@ -65,7 +67,7 @@ CASES: list[list[str]] = [
     *_rules_cases(["train", *TRAIN], "--rules"),
     *[["train", *TRAIN, "--config", f"{{{f}}}"]
       for f in ("billion.yaml", "utf16.yaml", "list.yaml", "dup.yaml", "deep.yaml", "badtype.yaml",
-                "unknown.yaml", "a_dir", "missing")],
+                "unknown.yaml", "run_dir_list.yaml", "progress_maybe.yaml", "a_dir", "missing")],
     ["train", *TRAIN, "--num_envs", "0"], ["train", *TRAIN, "--num_envs", "10000000000"],
     ["train", *TRAIN, "--batch_size", "0"], ["train", *TRAIN, "--learning_rate", "nan"],
     ["train", *TRAIN, "--learning_rate", "-1"], ["train", *TRAIN, "--gamma", "2"],
@@ -163,3 +165,21 @@ def test_bench_flag_conflicts_are_one_line_errors(capsys: pytest.CaptureFixture[
     assert cli_main(["bench", "--api", "aec", "--batch", "2"]) == 2
     assert capsys.readouterr().err.strip() == ("canasta bench: error: --api aec is one game (batch 1); "
                                                "--batch applies to --api engine and vec")
+
+
+@pytest.mark.parametrize("text, flag, value", [
+    ("run_dir: [a]\n", "run_dir", "runs/x"), ("progress: maybe\n", "progress", False),
+    ("num_envs: many\n", "num_envs", 8),
+])
+def test_a_bad_value_in_the_config_is_refused_even_when_a_flag_overrides_it(
+        tmp_path: Path, text: str, flag: str, value: object) -> None:
+    from train.ppo import load_args, read_options
+
+    config = tmp_path / "train.yaml"
+    config.write_text(text)
+    for call in (lambda: read_options(str(config), {flag: value}),
+                 lambda: load_args(str(config), {flag: value})):
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(config))}: training option '{flag}'"):
+            call()
+    config.write_text(f"{flag}: {value!r}\n".replace("False", "false"))  # the twin: a good value
+    assert read_options(str(config), {flag: value})[flag] == value

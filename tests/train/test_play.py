@@ -124,6 +124,16 @@ def test_bad_arguments_are_refused(monkeypatch, capsys) -> None:
     assert train.cli.main(["play", "--hands", "0"]) == 2
 
 
+@pytest.mark.parametrize("seats", [["0", "0"], ["1", "0", "1"]])
+def test_a_repeated_human_seat_is_refused_on_one_line(capsys, seats: list[str]) -> None:
+    assert train.cli.main(["play", "--human", *seats, "--hands", "1"]) == 2
+    captured = capsys.readouterr()
+    repeated = sorted({int(x) for x in seats if seats.count(x) > 1})
+    assert captured.err.strip() == (f"canasta play: error: --human: seat(s) {repeated} given more "
+                                    "than once")
+    assert captured.out == ""  # refused before the game starts
+
+
 @pytest.mark.parametrize("text, legal, expect", [
     ("2", [0, 2, 5], 2), (" draw_stock ", [0, 2, 5], 0), ("TAKE_PILE_L", [0, 2, 5], 5),
     ("4", [0, 2, 5], None), ("TAKE", [0, 2, 5], None), ("DISCARD_K", [0, 2, 5], None),

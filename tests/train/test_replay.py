@@ -104,3 +104,17 @@ def test_bad_files_and_arguments_are_refused(monkeypatch, capsys, tmp_path: Path
     assert code == 1 and "hand 1: " in err and "replay differs from the record: scores_after" in err
     code, _, err = _replay(monkeypatch, capsys, [str(tmp_path / "missing.jsonl")])
     assert code == 2 and "missing.jsonl" in err
+
+
+def test_control_characters_in_seat_labels_are_shown_escaped(monkeypatch, capsys, tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    records = _record_file(path, hands=1)
+    data = records[0].to_json()
+    data["seats"] = ["\x1b[2J\x1b]0;pwned\x07evil", "bidi\u202eright\rover"]
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(json.dumps(data) + "\n")
+    code, out, err = _replay(monkeypatch, capsys, [str(hostile), "--all"])
+    assert code == 0, err
+    assert not any(c in out for c in "\x1b\x07\r\u202e")  # nothing reaches the terminal raw
+    assert "\\x1b[2J\\x1b]0;pwned\\x07evil" in out and "bidi\\u202eright\\rover" in out
+    assert "(\\x1b[2J\\x1b]0;pwned\\x07evil) plays" in out  # the mover lines too

@@ -34,12 +34,13 @@ def _steps(path: Path) -> int:
     return int(json.loads((path / "state.json").read_text())["num_timesteps"])
 
 
-@pytest.mark.parametrize("command", ["train", "selfplay"])
-def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("command", "algo"), [("train", "ppo"), ("selfplay", "ppo"),
+                                               ("train", "maskable_ppo"), ("selfplay", "maskable_ppo")])
+def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, algo: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
     # evaluation on a fixed deal set, its hands recorded
     extra = ["--eval_deal_set", "v1", "--eval_records", "true"] if command == "train" else []
-    proc = _canasta(command, run, 1024, *extra)
+    proc = _canasta(command, run, 1024, "--algo", algo, *extra)
     assert proc.returncode == 0, proc.stderr[-2000:]
     latest = latest_checkpoint(run)
     assert latest is not None and _steps(latest) >= 1024
@@ -59,16 +60,17 @@ def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, tmp_path
         replay(records[0])
 
 
-@pytest.mark.parametrize("kill", ["rollout@40", "update@3", "checkpoint_write@2",
-                                  "checkpoint_rename@2", "checkpoint_latest@2"])
-def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kill", "algo"), [
+    ("rollout@40", "ppo"), ("update@3", "ppo"), ("checkpoint_write@2", "ppo"), ("checkpoint_rename@2", "ppo"),
+    ("checkpoint_latest@2", "ppo"), ("rollout@40", "maskable_ppo"), ("update@3", "maskable_ppo")])
+def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, algo: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    killed = _canasta("train", run, 4096, kill=kill)
+    killed = _canasta("train", run, 4096, "--algo", algo, kill=kill)
     assert killed.returncode in (-9, 137), (killed.returncode, killed.stderr[-2000:])
     before = latest_checkpoint(run)
     assert before is not None, "the run died before its first checkpoint"
     counter = _steps(before)
-    resumed = _canasta("train", run, 4096, resume=True)
+    resumed = _canasta("train", run, 4096, "--algo", algo, resume=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     after = [_steps(p) for p in list_checkpoints(run)]
     assert after == sorted(after), "checkpoint counters must be monotone"

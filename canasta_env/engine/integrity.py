@@ -1,0 +1,244 @@
+"""State integrity: whether the kernels may safely run on game rows edited from Python.
+
+The kernels index rows without bounds checks (numba), so a field edited through a ``State`` view
+(``state.stock_size[:] = 10**6``, a card kind of 99 in the pile, a player of -5) would make them read
+or write outside the state. ``find_corrupt`` checks, before the public API runs a kernel, every
+field a kernel uses as an index or a loop bound: the seats (mover, dealer, asker), the phase, the
+stock and pile lengths and the card kinds they hold, every card count (hands, reserves, red threes,
+open and closed melds), and card conservation (each kind adds up to the deck's count, which bounds
+every count and keeps the pile within its block). With ``actions`` it also checks that an action the
+mask allows can be played from the row (its cards are in hand, the pile has a natural on top, an
+answer has an asker): a stale or edited mask could otherwise apply an impossible action and leave
+a row that the same kernel call then indexes. One pass over the rows, no allocation per row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from canasta_env.engine import actions as A
+from canasta_env.engine.cards import BLACK_THREE, FOUR, JOKER, RED_THREE, TWO
+from canasta_env.engine.deal import deck_counts
+from canasta_env.engine.layout import (
+    F_ASKER,
+    F_CUR,
+    F_DEALER,
+    F_PHASE,
+    F_PILE_LEN,
+    F_STATUS,
+    F_STOCK_LEN,
+    NUM_PARAMS,
+    O_CJOK,
+    O_CLOSED,
+    O_CTWO,
+    O_HANDS,
+    O_MJOK,
+    O_MNAT,
+    O_MTWO,
+    O_PILE,
+    O_RED3,
+    O_RESERVE,
+    O_STOCK,
+    P_DECK,
+    P_NOWNERS,
+    P_NPLAYERS,
+    PH_ANSWER,
+    PH_OVER,
+    ST_LIVE,
+)
+from canasta_env.engine.turn import meld_cards
+
+CANASTA = 7  # cards of a closed canasta (R2; score.meld_parts counts 7 per closed canasta)
+WILD_SLOT, BLACK_THREE_SLOT = 11, 12
+
+# what ``find_corrupt`` found wrong: report[0] (names for messages in FIELDS)
+(BAD_PARAMS, BAD_CUR, BAD_PHASE, BAD_DEALER, BAD_ASKER, BAD_STOCK_SIZE, BAD_PILE_SIZE, BAD_STOCK,
+ BAD_PILE, BAD_HANDS, BAD_RESERVES, BAD_RED3, BAD_MNAT, BAD_MJOK, BAD_MTWO, BAD_CLOSED, BAD_CJOK,
+ BAD_CTWO, BAD_CLOSED_CARDS, BAD_CARDS, BAD_ACTION) = range(21)
+FIELDS = ("params", "current_player", "phase", "dealer", "asker", "stock_size", "pile_size",
+          "stock", "pile", "hands", "reserves", "red_threes", "meld_naturals", "meld_jokers",
+          "meld_twos", "closed_slots", "closed_jokers", "closed_twos", "closed canastas",
+          "cards", "legal_action_mask")
+REPORT_SIZE = 6  # code, index i, index j (-1: none), value, low, high
+
+
+@njit(cache=True)
+def _bad(report, code, i, j, value, low, high):
+    """Fill ``report`` and return False (the row is corrupt)."""
+    report[0], report[1], report[2] = code, i, j
+    report[3], report[4], report[5] = value, low, high
+    return False
+
+
+@njit(cache=True)
+def _header_ok(row, prm, report):
+    """Seats, phase and the stock and pile lengths are in range."""
+    n, deck = prm[P_NPLAYERS], prm[P_DECK]
+    if not 0 <= row[F_CUR] < n:
+        return _bad(report, BAD_CUR, -1, -1, row[F_CUR], 0, n - 1)
+    if not 0 <= row[F_PHASE] <= PH_OVER:
+        return _bad(report, BAD_PHASE, -1, -1, row[F_PHASE], 0, PH_OVER)
+    if not 0 <= row[F_DEALER] < n:
+        return _bad(report, BAD_DEALER, -1, -1, row[F_DEALER], 0, n - 1)
+    low = 0 if row[F_PHASE] == PH_ANSWER else -1  # the asker answers to: a seat while asked
+    if not low <= row[F_ASKER] < n:
+        return _bad(report, BAD_ASKER, -1, -1, row[F_ASKER], low, n - 1)
+    if not 0 <= row[F_STOCK_LEN] <= deck:
+        return _bad(report, BAD_STOCK_SIZE, -1, -1, row[F_STOCK_LEN], 0, deck)
+    if not 0 <= row[F_PILE_LEN] <= deck:
+        return _bad(report, BAD_PILE_SIZE, -1, -1, row[F_PILE_LEN], 0, deck)
+    return True
+
+
+@njit(cache=True)
+def _cards_ok(row, start, length, code, counts, report):
+    """The ``length`` card kinds from ``start`` (stock or pile) are kinds; count them."""
+    for i in range(length):
+        c = row[start + i]
+        if not 0 <= c < 15:
+            return _bad(report, code, i, -1, c, 0, 14)
+        counts[c] += 1
+    return True
+
+
+@njit(cache=True)
+def _block_ok(row, start, rows, cols, code, high, report):
+    """Every count of a ``rows x cols`` block is in ``[0, high]`` (a branch-free pass, then a
+    search for the first bad count only when there is one)."""
+    block = row[start: start + rows * cols]
+    bad = False
+    for v in block:
+        bad |= (v < 0) | (v > high)
+    if not bad:
+        return True
+    for i in range(block.shape[0]):
+        if not 0 <= block[i] <= high:
+            return _bad(report, code, i // cols, i % cols if cols > 1 else -1, block[i], 0, high)
+    return True
+
+
+@njit(cache=True)
+def _counts_ok(row, prm, report):
+    """No card count is negative or beyond the deck size."""
+    n, owners, deck = prm[P_NPLAYERS], prm[P_NOWNERS], prm[P_DECK]
+    return (_block_ok(row, prm[O_HANDS], n, 15, BAD_HANDS, deck, report)
+            and _block_ok(row, prm[O_RESERVE], n, 15, BAD_RESERVES, deck, report)
+            and _block_ok(row, prm[O_RED3], n, 1, BAD_RED3, deck, report)
+            and _block_ok(row, prm[O_MNAT], owners, 13, BAD_MNAT, deck, report)
+            and _block_ok(row, prm[O_MJOK], owners, 13, BAD_MJOK, deck, report)
+            and _block_ok(row, prm[O_MTWO], owners, 13, BAD_MTWO, deck, report)
+            and _block_ok(row, prm[O_CLOSED], owners, 13, BAD_CLOSED, deck, report)
+            and _block_ok(row, prm[O_CJOK], owners, 13, BAD_CJOK, deck, report)
+            and _block_ok(row, prm[O_CTWO], owners, 13, BAD_CTWO, deck, report))
+
+
+@njit(cache=True)
+def _count_table(row, prm, counts, report):
+    """Add the cards of the hands, reserves, red threes and melds to ``counts``; False when a meld
+    slot holds cards it never can (naturals in the wild slot, a closed black-three canasta, a
+    closed canasta with more wilds than cards)."""
+    n, owners = prm[P_NPLAYERS], prm[P_NOWNERS]
+    hands = row[prm[O_HANDS]: prm[O_HANDS] + n * 15]
+    reserves = row[prm[O_RESERVE]: prm[O_RESERVE] + n * 15]
+    for p in range(n):
+        for k in range(15):
+            counts[k] += hands[p * 15 + k] + reserves[p * 15 + k]
+        counts[RED_THREE] += row[prm[O_RED3] + p]
+    size = owners * 13
+    mnat, mjok = row[prm[O_MNAT]: prm[O_MNAT] + size], row[prm[O_MJOK]: prm[O_MJOK] + size]
+    mtwo, closed = row[prm[O_MTWO]: prm[O_MTWO] + size], row[prm[O_CLOSED]: prm[O_CLOSED] + size]
+    cjok, ctwo = row[prm[O_CJOK]: prm[O_CJOK] + size], row[prm[O_CTWO]: prm[O_CTWO] + size]
+    for o in range(owners):
+        for s in range(13):
+            m = o * 13 + s
+            counts[JOKER] += mjok[m] + cjok[m]
+            counts[TWO] += mtwo[m] + ctwo[m]
+            closed_nat = CANASTA * closed[m] - cjok[m] - ctwo[m]
+            if closed_nat < 0:
+                return _bad(report, BAD_CLOSED_CARDS, o, s, closed_nat, 0, 0)
+            if s < WILD_SLOT:
+                counts[s + FOUR] += mnat[m] + closed_nat
+        w, b3 = o * 13 + WILD_SLOT, o * 13 + BLACK_THREE_SLOT
+        if mnat[w] != 0:
+            return _bad(report, BAD_MNAT, o, WILD_SLOT, mnat[w], 0, 0)
+        wild_nat = CANASTA * closed[w] - cjok[w] - ctwo[w]
+        if wild_nat != 0 or closed[b3] + cjok[b3] + ctwo[b3] != 0:
+            return _bad(report, BAD_CLOSED_CARDS, o, WILD_SLOT if wild_nat else BLACK_THREE_SLOT,
+                        wild_nat, 0, 0)
+        counts[BLACK_THREE] += mnat[b3]
+    return True
+
+
+@njit(cache=True)
+def _row_ok(row, prm, deck, counts, report):
+    """Every index and loop bound of the row is in range and its cards are the deck's."""
+    if not (_header_ok(row, prm, report) and _counts_ok(row, prm, report)):
+        return False
+    counts[:] = 0
+    if not (_cards_ok(row, prm[O_STOCK], row[F_STOCK_LEN], BAD_STOCK, counts, report)
+            and _cards_ok(row, prm[O_PILE], row[F_PILE_LEN], BAD_PILE, counts, report)
+            and _count_table(row, prm, counts, report)):
+        return False
+    for k in range(15):
+        if counts[k] != deck[k]:
+            return _bad(report, BAD_CARDS, k, -1, counts[k], deck[k], deck[k])
+    return True
+
+
+@njit(cache=True)
+def _cards_needed(row, prm, a):
+    """(kind, naturals of it, jokers, twos) action ``a`` moves from the mover's hand; kind -1 when
+    the row cannot play it at all (no natural on top of the pile, naturals for the wild slot, an
+    answer with nobody asking)."""
+    if A.TAKE_PILE_PAIR <= a <= A.TAKE_PILE_LAYOFF:
+        length = row[F_PILE_LEN]
+        top = row[prm[O_PILE] + length - 1] if length > 0 else -1
+        if top < FOUR:
+            return -1, 0, 0, 0
+        how = a - A.TAKE_PILE_PAIR
+        return top, (2, 1, 1, 0)[how], (0, 1, 0, 0)[how], (0, 0, 1, 0)[how]
+    if A.MELD_NNN <= a < A.DISCARD:
+        slot, naturals, jokers, twos = meld_cards(a)
+        if slot == WILD_SLOT and naturals > 0:
+            return -1, 0, 0, 0
+        return (slot + FOUR if slot < WILD_SLOT else BLACK_THREE), naturals, jokers, twos
+    if A.DISCARD <= a < A.ASK_PARTNER:
+        return a - A.DISCARD, 1, 0, 0
+    if (a == A.ANSWER_YES or a == A.ANSWER_NO) and row[F_ASKER] < 0:
+        return -1, 0, 0, 0
+    return JOKER, 0, 0, 0
+
+
+@njit(cache=True)
+def _action_ok(row, prm, mask, a, report):
+    """An action the step kernel would apply (live row, the mask allows it) can be played."""
+    if row[F_STATUS] != ST_LIVE or a < 0 or a >= A.NUM_ACTIONS or not mask[a]:
+        return True  # the kernel leaves the row as it is (no-op or illegal)
+    kind, naturals, jokers, twos = _cards_needed(row, prm, a)
+    hand = prm[O_HANDS] + row[F_CUR] * 15
+    if kind < 0 or row[hand + kind] < naturals or row[hand + JOKER] < jokers \
+            or row[hand + TWO] < twos:
+        return _bad(report, BAD_ACTION, a, -1, 1, 0, 0)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def find_corrupt(data, prm, expected_prm, masks, rows, actions, report):
+    """Position in ``rows`` of the first row the kernels could not safely run on, -1 if none (-2:
+    ``prm`` differs from ``expected_prm``, the parameters of the state's rules); ``report`` gets
+    what is wrong (``REPORT_SIZE`` entries, see ``FIELDS``). ``actions``, one per row or empty,
+    are also checked against the rows they are for."""
+    for i in range(NUM_PARAMS):
+        if prm[i] != expected_prm[i]:
+            _bad(report, BAD_PARAMS, i, -1, prm[i], expected_prm[i], expected_prm[i])
+            return -2
+    deck = deck_counts(prm)
+    counts = np.zeros(15, np.int64)
+    for r in range(rows.shape[0]):
+        b = rows[r]
+        if not _row_ok(data[b], prm, deck, counts, report):
+            return r
+        if actions.shape[0] > 0 and not _action_ok(data[b], prm, masks[b], actions[r], report):
+            return r
+    return -1
