@@ -25,6 +25,11 @@ For each decision with more than one legal action:
 ``answer``, ``final_meld``); the others play the rollout policy's choice. ``stats`` counts the
 searched decisions by phase and by the kinds of the policy's and the chosen action.
 
+Defaults (``default_k``, ``default_depth``): ``k=16, depth=60`` without partners, ``k=32,
+depth=40`` at a partnership table; ``n=4``, ``guard=1``. A depth cap with the provisional score
+both cuts the rollout cost and its noise (the value of the next few rounds, not the whole hand),
+which paid for more worlds; docs/agents.md has the measurements.
+
 Deterministic given the rng: each row draws one uniform from it to seed its worlds. The rollout
 policy is the heuristic by default (deterministic), or a checkpoint played deterministically.
 """
@@ -46,8 +51,12 @@ from canasta_env.policy import Agent
 from canasta_env.rules import RuleSet, load_rules
 from canasta_env.worlds import sample_worlds
 
-DEFAULT_K, DEFAULT_N, DEFAULT_DEPTH = 8, 4, 0  # depth 0: play to the end of the hand
-DEFAULT_GUARD = 0.0  # deviate from the policy's choice only when the paired gain exceeds this many s.e.
+DEFAULT_N = 4
+# worlds per decision and rollout depth (decisions of all seats; 0: to the end of the hand) when not
+# given: (k, depth) for tables without partners and for partnership tables (noisier rollouts)
+DEFAULT_K, DEFAULT_DEPTH = 16, 60
+PARTNER_K, PARTNER_DEPTH = 32, 40
+DEFAULT_GUARD = 1.0  # deviate from the policy's choice only when the paired gain exceeds this many s.e.
 PHASES = ("draw", "meld", "answer", "final_meld")
 
 
@@ -60,6 +69,18 @@ def provisional_scores(data, prm, rows, out):
         score_hand(row, prm)
         for s in range(sides):
             out[i, s] = row[prm[O_HSCORE] + s]
+
+
+def default_k(rules: RuleSet) -> int:
+    """Worlds per decision when ``k`` is not given: ``PARTNER_K`` at a partnership table (more
+    players than sides), else ``DEFAULT_K``."""
+    return PARTNER_K if rules.num_players > rules.num_sides else DEFAULT_K
+
+
+def default_depth(rules: RuleSet) -> int:
+    """Rollout depth when ``depth`` is not given: ``PARTNER_DEPTH`` at a partnership table, else
+    ``DEFAULT_DEPTH``."""
+    return PARTNER_DEPTH if rules.num_players > rules.num_sides else DEFAULT_DEPTH
 
 
 def _kind(action: int) -> str:
@@ -81,14 +102,18 @@ class SearchAgent:
     name = "search"
     needs_observations = True
 
-    def __init__(self, rules: RuleSet | str, k: int = DEFAULT_K, n: int = DEFAULT_N,
-                 depth: int = DEFAULT_DEPTH, rollout: str = "heuristic",
+    def __init__(self, rules: RuleSet | str, k: int | None = None, n: int = DEFAULT_N,
+                 depth: int | None = None, rollout: str = "heuristic",
                  checkpoint: str | None = None, seed: int = 0, guard: float = DEFAULT_GUARD,
                  min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES) -> None:
         from agents import make_agent
-        from agents._obs import ObsDecoder
+        from agents._obs import PIECE_ORDER, ObsDecoder
 
         self.rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
+        if k is None:
+            k = default_k(self.rules)
+        if depth is None:
+            depth = default_depth(self.rules)
         if k < 1 or n < 1 or depth < 0:
             raise ValueError(f"search: need k >= 1, n >= 1, depth >= 0; got k={k}, n={n}, "
                              f"depth={depth}")
@@ -97,12 +122,12 @@ class SearchAgent:
                               if checkpoint is not None else make_agent(rollout, self.rules))
         self.max_steps = int(self.rules.resolved().max_steps_per_hand)
         self.guard, self.min_gain = float(guard), float(min_gain)
-        names = tuple(phases.split(",")) if isinstance(phases, str) else tuple(phases)
+        names = tuple(p for p in (phases.split(",") if isinstance(phases, str) else phases) if p)
         unknown = [p for p in names if p not in PHASES]
         if unknown:
             raise ValueError(f"search: unknown phases {unknown}; choose from {PHASES}")
         self.phases = np.array([p in names for p in PHASES] + [False], dtype=np.bool_)
-        self._phase_at = int(ObsDecoder(self.rules).offsets[15])
+        self._phase_at = int(ObsDecoder(self.rules).offsets[PIECE_ORDER.index("phase")])
         self.stats: dict[str, int] = {}
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

@@ -13,12 +13,12 @@ from typing import Any
 
 from agents import make_agent
 from agents.match import play_match
-from agents.search import DEFAULT_DEPTH, DEFAULT_GUARD, DEFAULT_K, DEFAULT_N, PHASES
+from agents.search import DEFAULT_GUARD, DEFAULT_N, PHASES
 from canasta_env.deal_sets import load_deal_set
 from canasta_env.rules import load_rules
 
 
-def bench(preset: str, deals: int, k: int, n: int, depth: int, deal_set: str, start: int,
+def bench(preset: str, deals: int, k: int | None, n: int, depth: int | None, deal_set: str, start: int,
           seed: int, **options: Any) -> dict[str, Any]:
     """One duplicate match on deals ``start .. start + deals`` of the set; summary plus speed."""
     rules = load_rules(preset)
@@ -31,6 +31,7 @@ def bench(preset: str, deals: int, k: int, n: int, depth: int, deal_set: str, st
     out["hands_per_s"] = result.margins.size / wall
     out["wall_s"] = wall
     out["decisions"] = getattr(search, "stats", {})
+    out["k"], out["depth"] = getattr(search, "k", k), getattr(search, "depth", depth)
     return out
 
 
@@ -39,9 +40,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rules", nargs="+", default=["classic_2p", "classic_4p"])
     parser.add_argument("--deals", type=int, default=200)
     parser.add_argument("--start", type=int, default=0, help="first deal of the set")
-    parser.add_argument("--k", type=int, default=DEFAULT_K)
+    parser.add_argument("--k", type=int, default=None, help="worlds (default: search.default_k)")
     parser.add_argument("--n", type=int, default=DEFAULT_N)
-    parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="0: to the hand's end")
+    parser.add_argument("--depth", type=int, default=None,
+                        help="0: to the hand's end (default: search.default_depth)")
     parser.add_argument("--guard", type=float, default=DEFAULT_GUARD,
                         help="s.e. of paired gain needed to deviate from the policy's choice")
     parser.add_argument("--min-gain", type=float, default=0.0, help="points needed to deviate")
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     for preset in args.rules:
         s = bench(preset, args.deals, args.k, args.n, args.depth, args.deal_set, args.start,
                   args.seed, guard=args.guard, min_gain=args.min_gain, phases=args.phases)
-        print(f"{preset} search(k={args.k}, n={args.n}, depth={args.depth}, guard={args.guard}, "
+        print(f"{preset} search(k={s['k']}, n={args.n}, depth={s['depth']}, guard={args.guard}, "
               f"min_gain={args.min_gain}, phases={args.phases}) vs heuristic, "
               f"{int(s['deals'])} deals x seatings: {s['hands_per_s']:.2f} hands/s "
               f"({s['wall_s']:.0f} s), win rate {s['win_rate']:.3f} [{s['win_lo']:.3f}, "

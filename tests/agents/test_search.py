@@ -71,3 +71,10 @@ def test_search_guard_and_phases_fall_back_to_the_policy() -> None:
     for options in ({"phases": ()}, {"min_gain": 1e9}):
         agent = make_agent("search", "classic_4p", k=2, n=3, depth=10, seed=3, **options)
         assert np.array_equal(agent.act(obs, mask, np.random.default_rng(1)), heuristic)
+
+
+def test_search_defaults_per_table() -> None:
+    """Partnership tables search more worlds, to a shallower depth, by default; the guard is on."""
+    two, four = make_agent("search", "classic_2p"), make_agent("search", "classic_4p")
+    assert (two.k, two.depth, four.k, four.depth) == (16, 60, 32, 40)
+    assert two.guard == four.guard == 1.0
