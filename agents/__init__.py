@@ -1,7 +1,8 @@
 """Agents behind the batched protocol of ``canasta_env.policy``:
 ``act(observations, legal_action_mask, rng) -> int64 (B,)``. They see only observations and masks.
 
-``make_agent(name, rules)`` builds one by name. Agents that decode observations are built for a rules
+``make_agent(name, rules)`` builds one by name; ``zoo:NAME`` plays a checkpoint shipped with the
+package (``agents.zoo``). Agents that decode observations are built for a rules
 preset (the observation's piece shapes depend on the table size). Further agents (the learned policy
 from a checkpoint) join the registry with ``register_agent(name, factory)``, where ``factory(rules,
 **kwargs)`` returns an object with ``act``.
@@ -35,6 +36,10 @@ def agent_names() -> tuple[str, ...]:
 
 def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     """An agent by registered name for a rules preset (a name, a YAML path or a ``RuleSet``)."""
+    if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.zoo)
+        from agents.zoo import zoo_path
+
+        return _policy(rules, checkpoint=str(zoo_path(name)), **kwargs)
     if name not in _REGISTRY and _is_path(name):  # a checkpoint or run directory
         return _policy(rules, checkpoint=name, **kwargs)
     try:
@@ -88,7 +93,7 @@ def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True
 register_agent("random", _random)
 register_agent("greedy", _greedy)
 register_agent("heuristic", _heuristic)
-register_agent("search", _search)  # options: k, n, depth, rollout, checkpoint, seed (agents/search.py)
+register_agent("search", _search)  # options: k, n, depth, guard, min_gain, phases, rollout, checkpoint, seed
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 
 __all__ = ["AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -22,6 +22,8 @@ from canasta_env.engine import (
     step_one,
 )
 from canasta_env.engine.actions import decode, encode
+from canasta_env.engine.cards import RED_THREE
+from canasta_env.engine.layout import O_STOCK
 from canasta_env.engine.observation import bounds, layout_hash, obs_dim, pieces, views
 from canasta_env.engine.render import render
 from canasta_env.policy import RandomAgent
@@ -150,18 +152,31 @@ def test_observations_lie_in_their_box_and_hide_other_hands(preset: str) -> None
         assert (obs >= low).all() and (obs <= high).all()
         result = step(state, keyed_actions(state.data, state.legal_action_mask, 5, True))
         reset_rows(state, np.flatnonzero(result.terminated | result.truncated))
-    # An observation depends on other hands only through what is public.
-    b = 0
-    me = int(state.current_player[b])
-    other = (me + 1) % state.num_players
-    hidden = clone(state, [b])
-    hand = hidden.hands[0, other]
-    kinds = np.flatnonzero(hand > hidden.known[0, other])
-    if len(kinds) >= 1:
-        k = kinds[0]
-        hand[k] -= 1
-        hand[k + 1 if k + 1 < 15 and k + 1 != 2 else 4] += 1  # swap an unknown card
-        assert np.array_equal(observe(hidden, [me]), observe(clone(state, [b]), [me]))
+    # An observation depends on other hands only through what is public: swap an unknown card of
+    # the next hand with a stock card of another kind (the deck stays whole), in the first live row
+    # where the next hand holds an unknown card and the stock one of another kind.
+    for b in range(state.num_games):
+        me = int(state.current_player[b])
+        other = (me + 1) % state.num_players
+        hidden = clone(state, [b])
+        hand = hidden.hands[0, other]
+        kinds = np.flatnonzero(hand > hidden.known[0, other])
+        start = int(hidden.params[O_STOCK])
+        stock = hidden.data[0, start:start + int(hidden.stock_size[0])]
+        if state.terminated[b] or not len(kinds):
+            continue
+        k = int(kinds[0])
+        slots = np.flatnonzero((stock != k) & (stock != RED_THREE))
+        if slots.size:
+            break
+    else:
+        pytest.fail("no row with an unknown card to swap")
+    slot = int(slots[0])
+    hand[k] -= 1
+    hand[stock[slot]] += 1
+    stock[slot] = k
+    assert not np.array_equal(hidden.hands[0], clone(state, [b]).hands[0])
+    assert np.array_equal(observe(hidden, [me]), observe(clone(state, [b]), [me]))
 
 
 def test_observation_views_and_layout_hash() -> None:

@@ -1,0 +1,38 @@
+"""The model zoo: every shipped checkpoint loads by name for its preset and plays legal moves only
+(``play_match`` raises on an illegal action); unknown names and other tables are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("sb3_contrib")
+
+from agents import make_agent  # noqa: E402
+from agents.checkpoint import CheckpointError  # noqa: E402
+from agents.match import play_match  # noqa: E402
+from agents.zoo import zoo_names, zoo_path  # noqa: E402
+
+
+def test_the_zoo_ships_classic_2p() -> None:
+    assert "zoo:classic_2p" in zoo_names()
+
+
+@pytest.mark.parametrize("name", zoo_names())
+def test_each_entry_loads_and_plays_legally(name: str) -> None:
+    preset = name.removeprefix("zoo:")
+    agent = make_agent(name, preset)
+    result = play_match(preset, agent, make_agent("random", preset), 4, seed=3)
+    assert 0.0 <= result.summary(resamples=10)["win_rate"] <= 1.0
+
+
+def test_unknown_entry_names_the_shipped_ones() -> None:
+    with pytest.raises(ValueError, match="shipped: .*zoo:classic_2p"):
+        zoo_path("zoo:classic_9p")
+    with pytest.raises(ValueError, match="unknown zoo agent"):
+        make_agent("zoo:../../etc", "classic_2p")
+
+
+def test_an_entry_refuses_another_table() -> None:
+    with pytest.raises(CheckpointError):
+        make_agent("zoo:classic_2p", "classic_4p")
