@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from canasta_env.messages import short_repr
+
 PREFIX = "zoo:"
 ZOO_DIR = Path(__file__).with_name("zoo")
 
@@ -27,6 +29,5 @@ def zoo_path(name: str) -> Path:
     entry = name[len(PREFIX):] if name.startswith(PREFIX) else name
     known = zoo_names()
     if PREFIX + entry not in known:
-        shown = name if len(name) <= 80 else name[:77] + "..."
-        raise ValueError(f"unknown zoo agent {shown!r}; shipped: {', '.join(known) or 'none'}")
+        raise ValueError(f"unknown zoo agent {short_repr(name, 80)}; shipped: {', '.join(known) or 'none'}")
     return ZOO_DIR / entry
