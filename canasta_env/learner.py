@@ -83,13 +83,13 @@ def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:
 
 
 def default_reward_scale(rules: RuleSet) -> float:
-    """1/1000 for classic targets, 1/5000 for the 20000-point variants (DESIGN.md)."""
+    """1/1000 for classic targets, 1/5000 for the 20000-point variants (docs/training.md)."""
     return 1 / 5000 if rules.target_score >= 20000 else 1 / 1000
 
 
 @dataclass
 class LearnerConfig:
-    """Everything fixed when a learner env is constructed (DESIGN.md: rules fixed at construction).
+    """Everything fixed when a learner env is constructed (docs/training.md: rules fixed at construction).
 
     Attributes:
         rules: the rule set (a preset name is resolved).

@@ -109,7 +109,7 @@ class RowRandom:
     """One counter-based uniform stream per row, usable where agents expect ``rng.random(B)``.
 
     Row i's draws depend only on its key and how many draws it has made, so a row of a vectorized
-    env draws exactly what the same env alone draws (DESIGN.md: per-row streams keyed like deals).
+    env draws exactly what the same env alone draws (docs/engine.md: per-row streams keyed like deals).
     ``subset(rows)`` gives a view that draws for, and advances, only those rows.
     """
 

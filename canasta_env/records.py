@@ -2,7 +2,7 @@
 
 A record holds everything needed to play its hand again without the code that produced it: the
 full resolved rules (``load_rules(record.rules)``), the **explicit deal** (deck order as kind names
-and the dealer, DESIGN.md "Deals and randomness": numpy promises its streams only within one
+and the dealer, docs/engine.md: numpy promises its streams only within one
 build) beside its ``DealId`` when known, the game scores before the hand (they set each side's
 initial-meld minimum, C16), who sat where, every action, and the outcome (hand scores, score parts,
 who went out). Actions are stored as ints with their names, so a record still replays if a later

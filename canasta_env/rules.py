@@ -1,6 +1,6 @@
 """The rule set: one frozen description of a Canasta variant, and its YAML loader.
 
-Every option of RULES.md section 9 is a field whose default is classic Canasta; a preset in
+Every option of docs/rules.md "Options" is a field whose default is classic Canasta; a preset in
 ``canasta_env/presets/*.yaml`` holds only its differences. Variants are data, never subclasses.
 Fields left ``None`` are derived from the table size (``hand_size``, ``draw_count``,
 ``go_out_requires``, ``partnerships``); ``resolved()`` fills them in.
@@ -62,9 +62,9 @@ class RulesError(ValueError):
 
 @dataclass(frozen=True)
 class RuleSet:
-    """A Canasta variant. Defaults are classic Canasta as RULES.md specifies it.
+    """A Canasta variant. Defaults are classic Canasta as docs/rules.md specifies it.
 
-    Each field names the rule id it serves; see RULES.md section 9 for the option table.
+    Each field names the rule id it serves; see docs/rules.md "Options" for the option table.
     """
 
     name: str = "classic"

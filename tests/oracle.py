@@ -1,4 +1,4 @@
-"""An independent legal-move oracle for Canasta (classic, Regal, Railroad, Pennies), from RULES.md.
+"""An independent legal-move oracle for Canasta (classic, Regal, Railroad, Pennies), from docs/rules.md.
 
 It shares no rules code with the engine: it reads a ``State``'s public arrays, builds its own small
 Python model of the mover's turn and, for every candidate action, applies the action to the model
@@ -44,7 +44,7 @@ from typing import Any
 # take is not one); C29 allows the question only before any. No State property exposes it.
 from canasta_env.engine.layout import F_TURN_MELDS
 
-# ---- cards (RULES.md C1-C3), written out here rather than imported from the engine -------------
+# ---- cards (docs/rules.md C1-C3), written out here rather than imported from the engine -------------
 JK, TWO, R3, B3 = 0, 1, 2, 3
 KINDS = ("JK", "2", "R3", "B3", "4", "5", "6", "7", "8", "9", "T", "J", "Q", "K", "A")
 VALUE = (50, 20, 0, 5, 5, 5, 5, 5, 10, 10, 10, 10, 10, 10, 20)  # C3 (red threes: bonus only)

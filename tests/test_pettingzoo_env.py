@@ -22,7 +22,7 @@ PRESETS = preset_names()  # every shipped preset, variants included
 
 @pytest.fixture(autouse=True)
 def _quiet_expected_warnings() -> Any:
-    """api_test passes ``options={"options": 1}`` (ignored with a warning, DESIGN.md) and warns
+    """api_test passes ``options={"options": 1}`` (ignored with a warning, docs/engine.md) and warns
     that a Dict observation space is unusual; neither is a failure here."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="canasta_v0 reset options other than")

@@ -232,7 +232,7 @@ def desynchronise(state: Any, agent: Any, rng: Any, steps: int) -> None:
     whole waves of hand ends or none: hands/s came out up to 25 % low at batch 4096 (classic_3p:
     207 decisions/hand against 165 at batch 1). Measured there: 256 steps left +4 %, 512 steps
     +0.5 %. A row sits out by being given action -1, which ``step`` leaves unplayed (an illegal
-    action leaves the row unchanged, DESIGN.md).
+    action leaves the row unchanged, docs/training.md).
     """
     import numpy as np
 

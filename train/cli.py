@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
 Only the module of the subcommand being run is imported, so ``canasta --help`` answers without
-loading numba, the engine or torch (DESIGN.md: ``--help`` in under a second).
+loading numba, the engine or torch (docs/training.md: ``--help`` in under a second).
 """
 
 from __future__ import annotations

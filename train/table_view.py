@@ -1,6 +1,6 @@
 """What one seat sees of a game, drawn with ``rich``: the terminal table of ``canasta play``.
 
-Everything here comes from what the seat may know (DESIGN.md "Observations and information"): its
+Everything here comes from what the seat may know (docs/observation.md): its
 own hand, every meld, the pile (top, size, freeze state, contents), hand sizes and cards known from
 pile takes, red threes, scores and each side's initial-meld minimum. Never the stock order or the
 unknown part of another hand; ``tests/train/test_play.py`` checks that redealing all hidden cards

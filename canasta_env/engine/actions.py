@@ -1,7 +1,7 @@
 """The discrete action layout: the one place that says what each action index means.
 
-A turn is a sequence of atomic decisions by the player to move (DESIGN.md "The action space"). The
-layout is designed for every variant of RULES.md, so ``NUM_ACTIONS`` never changes; a variant's
+A turn is a sequence of atomic decisions by the player to move (docs/engine.md). The
+layout is designed for every variant of docs/rules.md, so ``NUM_ACTIONS`` never changes; a variant's
 unused actions are simply never legal. Slots (``cards.py``): 0..10 = ranks 4..A, 11 = wild-only
 meld, 12 = black threes.
 
@@ -40,7 +40,7 @@ Every meld is valid after every action (new melds start as three valid cards and
 C13), so a turn's melds are always complete; each action is legal exactly when the turn can still
 be finished legally (C19a).
 
-Bounded turns (DESIGN.md 4): the potential ``(phase, asks left, cards in hand)`` decreases
+Bounded turns (docs/engine.md "Bounds"): the potential ``(phase, asks left, cards in hand)`` decreases
 lexicographically with every decision of a turn: the draw or take leaves the draw phase, an ask
 and its answer use up the turn's one question, every meld action moves at least one card from hand
 to table, and a discard or END_HAND ends the turn. A turn therefore has at most

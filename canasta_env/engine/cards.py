@@ -1,6 +1,6 @@
 """Card kinds, values and meld slots.
 
-Suits never matter except for the colour of threes (RULES.md C1), so a card is one of 15 kinds.
+Suits never matter except for the colour of threes (docs/rules.md C1), so a card is one of 15 kinds.
 Melds live in 13 slots: one per natural rank 4..A, one for wild-only melds (Railroad, Pennies) and
 one for the black-three meld made when going out (C11).
 """

@@ -99,7 +99,7 @@ class IllegalActionError(ValueError):
 
 class DealId(NamedTuple):
     """Address of a deal: ``init(rules, B, seed)`` deals ``(seed, b, 0)`` to row b and the k-th
-    auto-reset of row b deals ``(seed, b, k)`` (DESIGN.md "Deals and randomness")."""
+    auto-reset of row b deals ``(seed, b, k)`` (docs/engine.md)."""
 
     seed: int
     row: int

@@ -1,6 +1,6 @@
 """Batch kernels: the compiled loops over game rows that the Python API calls.
 
-Each takes the packed row array, the mask array and the parameter vector (DESIGN.md: few packed
+Each takes the packed row array, the mask array and the parameter vector (docs/engine.md: few packed
 arguments per call) and loops over the batch serially.
 """
 

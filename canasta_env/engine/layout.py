@@ -3,7 +3,7 @@
 A game is one int32 row of a ``(B, W)`` array; a row starts with fixed header fields (``F_*``) and
 continues with per-player, per-side and card arrays whose offsets depend on the table size and deck
 and are stored in the parameter vector (``O_*`` entries). Kernels therefore take just two packed
-arrays (row data and parameters) instead of many typed arguments (DESIGN.md "The engine").
+arrays (row data and parameters) instead of many typed arguments (docs/engine.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Counter-based random numbers for deals, keyed by a deal's address (DESIGN.md "Deals").
+"""Counter-based random numbers for deals, keyed by a deal's address (docs/engine.md).
 
 SplitMix64 over the key ``(seed, row, index, hand)``: pure integer arithmetic, so a deal is the same
 on every platform and numpy build, costs no Python call, and never touches numba's global RNG.

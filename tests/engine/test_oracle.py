@@ -18,7 +18,7 @@ Two sources of states, ``CANASTA_ORACLE_STATES`` (default 1000) of each per pres
 Every state is compared; a test fails at the end with the number of mismatches, grouped by the
 kinds of actions that differ, and the first state of each group.
 
-``test_reported_disagreements`` keeps minimal reproductions of disagreements that RULES.md decides
+``test_reported_disagreements`` keeps minimal reproductions of disagreements that docs/rules.md decides
 against the engine; each names its rule and fails until the engine follows it.
 """
 
@@ -560,7 +560,7 @@ def test_mask_matches_oracle_on_built_states(variant: str) -> None:
     assert not missing, note
 
 
-# ---- disagreements RULES.md decides against the engine ---------------------------------------
+# ---- disagreements docs/rules.md decides against the engine ---------------------------------------
 
 K7, WILD7, SEVENS7 = "K K K K K K K", "JK 2 2 2 2 2 2", "7 7 7 7 7 7 7"
 MIXED7 = "Q Q Q Q Q Q JK"
@@ -570,7 +570,7 @@ def _pennies_hands(mover: str) -> list[str]:
     return [mover, "4 4 6", "5 6", "9 9"]
 
 
-# id -> (state, action, legal by RULES.md, why)
+# id -> (state, action, legal by docs/rules.md, why)
 REPORTED: dict[str, tuple[Callable[[], State], str, bool, str]] = {
     "r8_going_out_puts_a_wild_on_an_open_meld": (
         lambda: scenario("railroad_2p", hands=["2 B3 B3 B3 5", "4 4 6"],
@@ -616,14 +616,14 @@ REPORTED: dict[str, tuple[Callable[[], State], str, bool, str]] = {
 @pytest.mark.parametrize("case", list(REPORTED))
 def test_reported_disagreements(case: str) -> None:
     """Regressions: minimal states where the engine's mask once disagreed with the oracle and
-    RULES.md sided with the oracle (fixed since); each names its rule."""
+    docs/rules.md sided with the oracle (fixed since); each names its rule."""
     build, action, legal, why = REPORTED[case]
     state = build()
     engine = {ACTION_NAMES[a] for a in state.legal_actions(0)}
     oracle = legal_action_names(state, 0)
     assert (action in oracle) == legal, f"oracle: {action} legal={action in oracle}"
     assert (action in engine) == legal, (
-        f"engine: {action} {'illegal' if legal else 'legal'}, RULES.md: "
+        f"engine: {action} {'illegal' if legal else 'legal'}, docs/rules.md: "
         f"{'legal' if legal else 'illegal'} ({why})\n{render(state, 0)}\n"
         f"engine mask: {sorted(engine)}\noracle: {sorted(oracle)}")
     assert engine == oracle

@@ -1,4 +1,4 @@
-"""Rule scenario tests for RULES.md C0-C16 (classic Canasta).
+"""Rule scenario tests for docs/rules.md C0-C16 (classic Canasta).
 
 Every test names the rule id it checks. Each builds a small position (``canasta_env.scenario``
 or an explicit deck order), asserts the FULL legal set as action names, plays the action(s) and
@@ -6,7 +6,7 @@ checks the state or the score parts afterwards. Every rule has a negative twin: 
 changed by one card, one score band or one option, in which the action flips between legal and
 illegal or the score changes by the rule's amount.
 
-Expected legal sets are derived from RULES.md and docs/engine.md, not from the engine's output.
+Expected legal sets are derived from docs/rules.md and docs/engine.md, not from the engine's output.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Rule scenario tests for RULES.md C17-C33 (C19a included), classic presets.
+"""Rule scenario tests for docs/rules.md C17-C33 (C19a included), classic presets.
 
 Every test builds a position with ``canasta_env.scenario``, asserts the complete legal action set
-(derived by hand from RULES.md and docs/engine.md, not copied from engine output), plays the
+(derived by hand from docs/rules.md and docs/engine.md, not copied from engine output), plays the
 action(s) with ``step_one`` and checks the state or score. Each rule has a positive case and a
 negative twin that differs minimally (one card, one score band, one option) so that the action
 flips between legal and illegal or the score moves by the rule's amount.

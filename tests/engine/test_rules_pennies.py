@@ -1,7 +1,7 @@
-"""Rule scenario tests for Pennies from Heaven, RULES.md P1-P6 (presets pennies_6p, pennies_4p).
+"""Rule scenario tests for Pennies from Heaven, docs/rules.md P1-P6 (presets pennies_6p, pennies_4p).
 
 As for the other variants: each test builds a position with ``canasta_env.scenario``, asserts the
-complete legal set derived by hand from RULES.md, plays it and checks the state or the score; each
+complete legal set derived by hand from docs/rules.md, plays it and checks the state or the score; each
 rule has a negative twin that differs minimally (one card, one meld size, one score, one option).
 
 Seats alternate between the two teams (side = seat % 2): in pennies_4p P0 and P2 are side 0, P1

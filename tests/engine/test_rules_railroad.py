@@ -1,7 +1,7 @@
-"""Rule scenario tests for Railroad Canasta, RULES.md R1-R8 (presets railroad_2p, railroad_4p).
+"""Rule scenario tests for Railroad Canasta, docs/rules.md R1-R8 (presets railroad_2p, railroad_4p).
 
 As for the classic and Regal rules: each test builds a position with ``canasta_env.scenario``,
-asserts the complete legal set derived by hand from RULES.md, plays it and checks the state or the
+asserts the complete legal set derived by hand from docs/rules.md, plays it and checks the state or the
 score; each rule has a negative twin that differs minimally (one card, one meld size, one option)
 so that the rule's effect disappears or flips.
 

@@ -1,7 +1,7 @@
-"""Rule scenario tests for the Regal house rules, RULES.md G1-G5 (presets regal_2p/3p/4p).
+"""Rule scenario tests for the Regal house rules, docs/rules.md G1-G5 (presets regal_2p/3p/4p).
 
 As for the classic rules: each test builds a position with ``canasta_env.scenario``, asserts the
-complete legal set derived by hand from RULES.md, plays it and checks the state or the score; each
+complete legal set derived by hand from docs/rules.md, plays it and checks the state or the score; each
 rule has a negative twin that differs minimally (who owns a meld, one score, one option).
 
 Seats in regal_4p: P0 and P2 are side 0, P1 and P3 side 1. Each player owns their melds (G2): the
@@ -223,7 +223,7 @@ def test_g5_red_threes_minus_per_player_without_melds(mode: str, red: int) -> No
     (False, {"DRAW_STOCK"}), (True, {"DRAW_STOCK", "TAKE_PILE_NAT_JOKER"}),
 ])
 def test_g5_pile_frozen_against_an_unopened_side(opened: bool, expected: set[str]) -> None:
-    """G5/C20: the manual is silent; RULES.md keeps the freeze against an unopened side: with one K
+    """G5/C20: the manual is silent; docs/rules.md keeps the freeze against an unopened side: with one K
     and a joker P0 may take an unfrozen pile topped by a K only once the side has opened (twin)."""
     st = scenario("regal_2p", hands=["K JK 7 8 9", "4 4 6"], melds={0: ["Q Q Q"]} if opened else None,
                   pile="5 K")
