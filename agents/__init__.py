@@ -6,20 +6,35 @@ package (``agents.zoo``). Agents that decode observations are built for a rules
 preset (the observation's piece shapes depend on the table size). Further agents (the learned policy
 from a checkpoint) join the registry with ``register_agent(name, factory)``, where ``factory(rules,
 **kwargs)`` returns an object with ``act``.
+
+Agents from outside the package join without editing it, by the same names everywhere (CLI, envs,
+tournaments): ``module:attribute`` names a factory function or class in the user's code (called
+with the ``RuleSet``, or with nothing when it takes no argument; an agent object is used as it is;
+standard-library modules are refused), and a package may register agents under the entry-point
+group ``canasta_rl.agents`` (name = ``module:attribute``). Such a name imports the user's module:
+a config file naming one runs that module's code, as a Python script would.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from canasta_env.messages import short_repr
 from canasta_env.policy import Agent
-from canasta_env.rules import RuleSet
+from canasta_env.rules import RuleSet, load_rules
 
 AgentFactory = Callable[..., Agent]
 
 _REGISTRY: dict[str, AgentFactory] = {}
+ENTRY_POINT_GROUP = "canasta_rl.agents"
+# Never a source of agents: importing them by a name from a config file could run anything.
+STANDARD_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "os", "sys",
+                                                                         "subprocess", "shutil"}
+_IMPORTABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")  # module.path:attribute
 
 
 def register_agent(name: str, factory: AgentFactory, *, replace: bool = False) -> None:
@@ -42,13 +57,67 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         return _policy(rules, checkpoint=str(zoo_path(name)), **kwargs)
     if name not in _REGISTRY and _is_path(name):  # a checkpoint or run directory
         return _policy(rules, checkpoint=name, **kwargs)
+    if name in _REGISTRY:
+        return _REGISTRY[name](rules, **kwargs)
+    shown = short_repr(name)
+    plugin = _entry_point(name)
+    if plugin is not None:
+        return _outside_agent(f"{name} (entry point {plugin})", plugin, rules, kwargs)
+    if _IMPORTABLE.fullmatch(name):
+        return _outside_agent(name, name, rules, kwargs)
+    raise ValueError(f"unknown agent {shown}; known: {', '.join(_REGISTRY)}, a checkpoint directory, "
+                     f"zoo:NAME, module:attribute or an entry point of {ENTRY_POINT_GROUP}")
+
+
+def _entry_point(name: str) -> str | None:
+    """The ``module:attribute`` an installed package registers as agent ``name``, if any."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return str(ep.value)
+    return None
+
+
+def _outside_agent(label: str, target: str, rules: RuleSet | str, kwargs: dict[str, Any]) -> Agent:
+    """The agent ``module:attribute`` gives: an agent object, or what the factory or class returns
+    when called with ``rules`` (or with nothing if it takes no argument). Errors name ``label``."""
+    import importlib
+    import inspect
+
+    module_name, _, attribute = target.partition(":")
+    if module_name.partition(".")[0] in STANDARD_MODULES:
+        raise ValueError(f"agent {short_repr(label)}: {module_name!r} is a standard-library module, "
+                         "not an agent's; name a module of your own code")
     try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        shown = name if len(name) <= 80 else name[:77] + "..."
-        raise ValueError(f"unknown agent {shown!r}; known: {', '.join(_REGISTRY)}, or a checkpoint "
-                         "directory") from None
-    return factory(rules, **kwargs)
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"agent {short_repr(label)}: cannot import module {module_name!r} ({exc})") from None
+    obj: Any = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"agent {short_repr(label)}: module {module_name!r} has no attribute "
+                             f"{attribute!r}")
+        obj = getattr(obj, part)
+    if callable(getattr(obj, "act", None)) and not inspect.isclass(obj):
+        agent = obj
+    elif inspect.isclass(obj) or inspect.isfunction(obj):
+        try:
+            takes_rules = bool(inspect.signature(obj).parameters)
+        except (TypeError, ValueError):
+            takes_rules = True
+        try:
+            agent = obj(load_rules(rules), **kwargs) if takes_rules else obj(**kwargs)
+        except Exception as exc:  # the user's factory: report it in one line, whatever it raised
+            raise ValueError(f"agent {short_repr(label)}: {attribute}(...) failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    else:
+        raise ValueError(f"agent {short_repr(label)}: {attribute!r} is neither an agent nor a factory "
+                         "(a class or a Python function)")
+    if not callable(getattr(agent, "act", None)):
+        raise ValueError(f"agent {short_repr(label)}: {attribute!r} gave {type(agent).__name__}, which "
+                         "has no act(observations, legal_action_mask, rng)")
+    return agent
 
 
 def _is_path(name: str) -> bool:
@@ -96,4 +165,4 @@ register_agent("heuristic", _heuristic)
 register_agent("search", _search)  # options: k, n, depth, guard, min_gain, phases, rollout, checkpoint, seed
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 
-__all__ = ["AgentFactory", "agent_names", "make_agent", "register_agent"]
+__all__ = ["ENTRY_POINT_GROUP", "AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -207,8 +207,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    rules = load_rules(args.preset)
-    result = play_match(rules, make_agent(args.a, rules), make_agent(args.b, rules), args.deals, args.seed)
+    try:
+        rules = load_rules(args.preset)
+        result = play_match(rules, make_agent(args.a, rules), make_agent(args.b, rules), args.deals,
+                            args.seed)
+    except (ValueError, OSError, ModuleNotFoundError) as exc:  # a user's mistake: one line, status 2
+        from canasta_env.messages import missing_extra, one_line
+
+        advice = missing_extra(exc)
+        if isinstance(exc, ModuleNotFoundError) and advice is None:
+            raise
+        parser.exit(2, f"agents.match: error: {advice or one_line(exc)}\n")
     s = result.summary()
     print(f"{args.preset} {args.a} vs {args.b}, {args.deals} deals x {result.margins.shape[1]} seatings: "
           f"mean margin {s['mean_margin']:.1f} [{s['margin_lo']:.1f}, {s['margin_hi']:.1f}], "

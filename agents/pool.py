@@ -1,4 +1,5 @@
-"""A pool of agents that keeps one member per env episode (self-play opponents)."""
+"""A pool of agents that keeps one member per env episode: the opponents of self-play and of the
+league (``canasta selfplay`` / ``canasta league``)."""
 
 from __future__ import annotations
 
@@ -9,48 +10,109 @@ import numpy.typing as npt
 
 from canasta_env.policy import Agent
 
+# Results count half as much after this many newer episodes against the pool (prioritized sampling
+# follows the learner as it improves, instead of its whole history).
+RESULT_HALF_LIFE = 5000.0
+
+
+def pfsp_weights(win_rate: npt.NDArray[np.float64], power: float = 2.0) -> npt.NDArray[np.float64]:
+    """Prioritized fictitious self-play (AlphaStar's "hard" weighting): a member the learner beats
+    with probability p is drawn with weight ``(1 - p) ** power``, so the opponents it beats least
+    get most of the games; a floor keeps every member in play."""
+    return np.maximum((1.0 - win_rate) ** power, 0.01)
+
 
 class PoolAgent:
-    """Member 0 is the latest policy, the others past snapshots. Each env episode plays one member:
-    the latest with probability ``latest_ratio``, otherwise a past snapshot chosen uniformly.
+    """Member 0 is the latest policy, then the fixed ``league`` members (rule agents, checkpoints),
+    then past snapshots. Each env episode plays one member: the latest with probability
+    ``latest_ratio``; otherwise a snapshot or fixed member, uniformly, or with ``prioritized`` by
+    ``pfsp_weights`` of the learner's recent results against each (counted from ``episode_end``,
+    halved every ``RESULT_HALF_LIFE`` episodes, one win and one loss assumed before any game).
 
     Relies on the env-loop contract of ``canasta_env.policy.Agent``: ``new_episode(rows, u)`` at
-    episode start and a ``RowRandom`` (with ``rows``) passed to ``act``.
+    episode start, ``episode_end(rows, points)`` at its end and a ``RowRandom`` (with ``rows``)
+    passed to ``act``.
     """
 
     name = "pool"
 
     def __init__(self, latest: Agent, num_envs: int, latest_ratio: float = 0.5,
-                 pool_size: int = 10) -> None:
+                 pool_size: int = 10, league: dict[str, Agent] | None = None,
+                 prioritized: bool = False) -> None:
         if not 0.0 <= latest_ratio <= 1.0:
             raise ValueError(f"latest_ratio must be in [0, 1], got {latest_ratio}")
-        self.members: list[Agent] = [latest]
-        self.names: list[str] = ["latest"]
+        league = league or {}
+        self.members: list[Agent] = [latest, *league.values()]
+        self.names: list[str] = ["latest", *league]
+        self.num_fixed = len(league)
         self.latest_ratio = latest_ratio
         self.pool_size = pool_size
+        self.prioritized = prioritized
         self.assignment = np.zeros(num_envs, dtype=np.int64)
+        self.results = np.zeros((len(self.members), 3))  # learner's (wins, ties, losses) per member
 
     def add(self, agent: Agent, name: str) -> None:
         """Add a past snapshot, dropping the oldest beyond ``pool_size``."""
         self.members.append(agent)
         self.names.append(name)
-        if len(self.members) - 1 > self.pool_size:
-            del self.members[1], self.names[1]
-            self.assignment = np.where(self.assignment > 1, self.assignment - 1, self.assignment)
+        self.results = np.vstack([self.results, np.zeros((1, 3))])
+        if len(self.members) - 1 - self.num_fixed > self.pool_size:
+            oldest = 1 + self.num_fixed
+            del self.members[oldest], self.names[oldest]
+            self.results = np.delete(self.results, oldest, axis=0)
+            self.assignment = np.where(self.assignment > oldest, self.assignment - 1, self.assignment)
 
     @property
     def past(self) -> list[str]:
-        return self.names[1:]
+        """The snapshots' checkpoint names, oldest first."""
+        return self.names[1 + self.num_fixed:]
+
+    def win_rates(self) -> npt.NDArray[np.float64]:
+        """The learner's recent score (win 1, tie 1/2) against each member, with one win and one
+        loss assumed before any game."""
+        wins, ties, losses = self.results.T
+        return (wins + 0.5 * ties + 1.0) / (wins + ties + losses + 2.0)
+
+    def weights(self) -> npt.NDArray[np.float64]:
+        """Probability of each member other than the latest being drawn for an episode that does
+        not play the latest (sums to 1; empty when there is none)."""
+        others = len(self.members) - 1
+        if not others:
+            return np.zeros(0)
+        w = pfsp_weights(self.win_rates()[1:]) if self.prioritized else np.ones(others)
+        return w / w.sum()
 
     def new_episode(self, rows: npt.NDArray[np.int64], u: npt.NDArray[np.float64]) -> None:
-        past = len(self.members) - 1
+        others = len(self.members) - 1
         pick = np.zeros(rows.size, dtype=np.int64)
-        if past:
-            use_past = u >= self.latest_ratio
-            # reuse the uniform's remainder to choose among the snapshots
-            frac = (u - self.latest_ratio) / max(1.0 - self.latest_ratio, 1e-12)
-            pick[use_past] = 1 + np.minimum((frac[use_past] * past).astype(np.int64), past - 1)
+        if others:
+            use_other = u >= self.latest_ratio
+            # reuse the uniform's remainder to choose among the others
+            frac = (u[use_other] - self.latest_ratio) / max(1.0 - self.latest_ratio, 1e-12)
+            if self.prioritized:
+                cdf = np.cumsum(self.weights())
+                pick[use_other] = 1 + np.minimum(np.searchsorted(cdf, frac, side="right"), others - 1)
+            else:
+                pick[use_other] = 1 + np.minimum((frac * others).astype(np.int64), others - 1)
         self.assignment[rows] = pick
+
+    def episode_end(self, rows: npt.NDArray[np.int64], points: npt.NDArray[np.float64]) -> None:
+        """Count the learner's results of the episodes of ``rows`` against their members."""
+        self.results *= 0.5 ** (rows.size / RESULT_HALF_LIFE)
+        members = np.minimum(self.assignment[rows], len(self.members) - 1)
+        for column, hit in enumerate((points > 0, points == 0, points < 0)):
+            np.add.at(self.results[:, column], members[hit], 1.0)
+
+    def state(self) -> dict[str, Any]:
+        """The results per member name, for a checkpoint (``load_state`` restores them)."""
+        return {name: [float(x) for x in row] for name, row in zip(self.names, self.results, strict=True)}
+
+    def load_state(self, results: dict[str, Any]) -> None:
+        for i, name in enumerate(self.names):
+            row = results.get(name)
+            if isinstance(row, list) and len(row) == 3 and all(
+                    isinstance(x, (int, float)) and np.isfinite(x) and x >= 0 for x in row):
+                self.results[i] = row
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: Any) -> npt.NDArray[np.int64]:

@@ -93,8 +93,9 @@ class LearnerConfig:
 
     Attributes:
         rules: the rule set (a preset name is resolved).
-        opponent: agent for the other sides' seats (uniform random by default).
-        partners: agent for the learner's partner seats; ``None``: the learner plays them.
+        opponent: agent for the other sides' seats (uniform random by default), or its name as
+            ``agents.make_agent`` takes it (``"heuristic"``, a run directory, ``zoo:NAME``, ...).
+        partners: agent (or name) for the learner's partner seats; ``None``: the learner plays them.
         learner_seat: fixed seat, or ``None`` to draw one per episode.
         illegal_action: ``"terminate"`` (episode ends with ``illegal_reward``) or ``"raise"``.
         skip_forced: apply learner decisions that have one legal action automatically.
@@ -107,8 +108,8 @@ class LearnerConfig:
     """
 
     rules: RuleSet | str = "classic_2p"
-    opponent: Agent = field(default_factory=RandomAgent)
-    partners: Agent | None = None
+    opponent: Agent | str = field(default_factory=RandomAgent)
+    partners: Agent | str | None = None
     learner_seat: int | None = None
     illegal_action: str = "terminate"
     skip_forced: bool = True
@@ -120,6 +121,18 @@ class LearnerConfig:
 
     def __post_init__(self) -> None:
         self.rules = load_rules(self.rules)
+        if isinstance(self.opponent, str) or isinstance(self.partners, str):
+            from agents import make_agent  # agents by the names the CLI takes (a layer above)
+
+            if isinstance(self.opponent, str):
+                self.opponent = make_agent(self.opponent, self.rules)
+            if isinstance(self.partners, str):
+                self.partners = make_agent(self.partners, self.rules)
+        for role in ("opponent", "partners"):
+            agent = getattr(self, role)
+            if agent is not None and not callable(getattr(agent, "act", None)):
+                raise ValueError(f"{role} must be an agent name or an object with act(observations, "
+                                 f"legal_action_mask, rng), got {type(agent).__name__}")
         for name, value, allowed in (("illegal_action", self.illegal_action, ILLEGAL_POLICIES),
                                      ("reward_mode", self.reward_mode, REWARD_MODES),
                                      ("episode", self.episode, ("hand", "game"))):
@@ -162,6 +175,7 @@ class LearnerBatch:
         self.seat = np.zeros(num_envs, dtype=np.int64)
         self.illegal_done = np.zeros(num_envs, dtype=bool)
         self.potential = np.zeros(num_envs, dtype=np.float64)
+        self.points = np.zeros(num_envs, dtype=np.float64)  # the episode's unshaped learner reward
         self.agent_rng = RowRandom(np.zeros(num_envs, dtype=np.uint64))
         n, sides = self.rules.num_players, self.rules.num_sides
         self.num_players, self.num_sides = n, sides
@@ -209,6 +223,7 @@ class LearnerBatch:
                     new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
             self.illegal_done[rows] = False
             self.potential[rows] = 0.0
+            self.points[rows] = 0.0
             self._advance(rows)
             # A deal whose hand ends before the learner's first decision is skipped.
             over = rows[self.done[rows]]
@@ -284,6 +299,8 @@ class LearnerBatch:
         extra, forced_live = self._advance(live)
         rewards[live] += extra
         forced[live] = forced_live
+        self.points[rows] += rewards[rows]
+        self._report_outcomes(rows[self.done[rows] & ~self.illegal_done[rows]])
         if self.config.shaping:
             new = self._potential(rows)
             new[self.done[rows]] = 0.0
@@ -292,6 +309,16 @@ class LearnerBatch:
         terminated = state.terminated | self.illegal_done
         return StepOut(self.observations(), rewards, terminated.copy(),
                        state.truncated & ~terminated, forced, illegal)
+
+    def _report_outcomes(self, ended: npt.NDArray[np.int64]) -> None:
+        """Tell agents that keep score (``episode_end(rows, points)``, e.g. a league weighting its
+        members by results) how the episodes of ``ended`` came out for the learner."""
+        if not ended.size:
+            return
+        for agent in (self.config.opponent, self.config.partners):
+            episode_end = getattr(agent, "episode_end", None)
+            if episode_end is not None:
+                episode_end(ended, self.points[ended])
 
     def _learner_reward(self, rows: npt.NDArray[np.int64], points: npt.NDArray[np.float32]
                         ) -> npt.NDArray[np.float64]:

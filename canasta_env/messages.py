@@ -52,3 +52,24 @@ def printable(text: str, limit: int = QUOTE_LIMIT) -> str:
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                    for c in str(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# Top-level module -> the extra of pyproject.toml that installs it.
+EXTRA_OF: dict[str, str] = {
+    **dict.fromkeys(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "safetensors"), "train"),
+    **dict.fromkeys(("openskill", "matplotlib", "tqdm", "pandas"), "eval"),
+    **dict.fromkeys(("onnx", "onnxruntime"), "onnx"),
+    "ray": "ray",
+}
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """For an import of a module an extra installs, the one-line advice to install that extra;
+    ``None`` for any other error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    extra = EXTRA_OF.get(exc.name.partition(".")[0])
+    if extra is None:
+        return None
+    return (f"this needs the {extra!r} extra (module {exc.name!r} is not installed): "
+            f'pip install "canasta-rl[{extra}]"')

@@ -44,7 +44,7 @@ from canasta_env.sb3_env import CanastaVecEnv
 
 ENV_ID = "canasta_env:Canasta-v0"
 PRESETS = tuple(preset_names())  # every shipped preset, variants included
-DIFF_ENVS = int(os.environ.get("CANASTA_DIFF_ENVS", "256"))
+DIFF_ENVS = int(os.environ.get("CANASTA_DIFF_ENVS", "64"))
 DIFF_STEPS = int(os.environ.get("CANASTA_DIFF_STEPS", "300"))
 
 

@@ -19,9 +19,34 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("train.demo", "play one hand with random agents and show the table and the score"),
     "train": ("train.ppo", "train an agent with PPO on the batched engine (--config FILE, --algo)"),
     "selfplay": ("train.selfplay", "PPO against a pool of its own past checkpoints"),
+    "league": ("train.league", "PPO against a league: past checkpoints and rule agents, drawn by PFSP"),
     "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
     "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
     "tournament": ("train.tournament_cli", "round robin or gauntlet of agents and checkpoints with ratings"),
+}
+
+
+# name -> examples shown at the end of ``canasta NAME --help``.
+EXAMPLES: dict[str, str] = {
+    "bench": "canasta bench --rules classic_4p --batch 1 1024 4096 --json\n"
+             "  canasta bench --api vec --rules classic_2p --seconds 5",
+    "demo": "canasta demo --rules classic_4p --seed 7",
+    "train": "canasta train --config configs/train/quickstart.yaml\n"
+             "  canasta train --rules classic_2p --opponent heuristic --total-timesteps 2000000 "
+             "--run-dir runs/vs_heuristic\n"
+             "  canasta train --run-dir runs/vs_heuristic --total-timesteps 4000000 --resume",
+    "selfplay": "canasta selfplay --config configs/train/ppo_classic_2p.yaml --run-dir runs/self "
+                "--pool-size 10",
+    "league": "canasta league --config configs/train/league_classic_4p.yaml\n"
+              "  canasta league --rules classic_2p --league heuristic greedy zoo:classic_2p "
+              "--imitate heuristic",
+    "play": "canasta play --rules classic_2p --opponent heuristic --seed 7 --record games.jsonl\n"
+            "  canasta play --rules classic_4p --human 0 --partner greedy --opponent zoo:classic_2p",
+    "replay": "canasta replay games.jsonl --hand 2 --view 0",
+    "tournament": "canasta tournament --rules classic_2p --agents random greedy heuristic "
+                  "--hands 2000 --duplicate --deal-set v1 --out results/\n"
+                  "  canasta tournament --rules classic_4p --agents runs/a heuristic --vs runs/a "
+                  "--deal-set v1",
 }
 
 
@@ -59,7 +84,9 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd = sub.add_parser(name, help=help_text, description=help_text,
+                             epilog=f"example:\n  {EXAMPLES[name]}" if name in EXAMPLES else None,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
         cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
         if name == chosen:
             module = importlib.import_module(module_name)
@@ -87,6 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as exc:
+        from canasta_env.messages import missing_extra
+
+        advice = missing_extra(exc)
+        if advice is None or debug:
+            raise
+        print(f"canasta {args.command}: error: {advice}", file=sys.stderr)
+        return 2
     except (ValueError, OSError) as exc:
         if debug:
             raise

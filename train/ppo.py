@@ -23,43 +23,59 @@ from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.messages import short_repr
 
 
+def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
+    """A ``TrainArgs`` field with its help text: the one declaration the config files, the flags of
+    ``canasta train|selfplay|league`` and their ``--help`` are made from."""
+    return field(default=default, default_factory=factory, metadata={"help": help})
+
+
 @dataclass
 class TrainArgs:
-    """A training run."""
+    """A training run (a YAML file in ``configs/train/`` is one, serialised)."""
 
-    rules: str = "classic_2p"  # preset name or rules YAML
-    opponent: str = "random"  # agent playing the other side (agents.make_agent name)
-    total_timesteps: int = 200_000  # learner steps (forced decisions are skipped and not counted)
-    num_envs: int = 256  # envs in the batched VecEnv
-    n_steps: int = 32  # rollout length per env
-    batch_size: int = 2048
-    n_epochs: int = 4
-    learning_rate: float = 3e-4
-    gamma: float = 0.995
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.01
-    clip_range: float = 0.2
-    net_arch: list[int] = field(default_factory=lambda: [256, 256])
-    seed: int = 0
-    run_dir: str = "runs/ppo"  # checkpoints, TensorBoard events, config
-    checkpoint_every: int = 50_000  # learner steps between checkpoints
-    eval_every: int = 50_000  # learner steps between evaluations
-    eval_deals: int = 200  # fixed duplicate deals per evaluation (each played twice)
-    eval_seed: int = 2027  # evaluation deals DealId(eval_seed, i, 0), unless eval_deal_set is set
-    eval_deal_set: str | None = None  # a fixed deal set (canasta_env.deal_sets): "v1" or a .npz path
-    eval_records: bool = False  # append every evaluation hand to RUN_DIR/eval_records.jsonl
-    eval_opponents: list[str] = field(default_factory=lambda: ["random"])
-    torch_threads: int = 1  # measured: 2 threads make small-network PPO ~40x slower here
-    progress: bool = True
-    snapshot_every: int = 100_000  # selfplay: learner steps between snapshots joining the pool
-    pool_size: int = 10  # selfplay: past snapshots kept
-    latest_ratio: float = 0.5  # selfplay: share of episodes against the latest policy
-    algo: str = "ppo"  # ppo (train.lean_ppo) | maskable_ppo (sb3-contrib); docs/training.md
-    device: str = "auto"  # auto | cpu | cuda (auto: cuda when torch sees a GPU)
-    precision: str = "auto"  # algo ppo: fp32 | bf16 | auto (bf16 where the CPU/GPU runs it fast)
-    overlap: bool = True  # algo ppo: collect the next rollout while the learner updates
-    max_grad_norm: float = 0.5
-    vf_coef: float = 0.5
+    rules: str = opt("classic_2p", "rules preset name or rules YAML file")
+    opponent: str = opt("random", "agent playing the other side: a name (random, greedy, heuristic, search), "
+                        "a run directory, zoo:NAME or module:attribute")
+    total_timesteps: int = opt(200_000, "learner steps to train (forced decisions are skipped, not counted)")
+    num_envs: int = opt(256, "envs stepped together in one engine batch")
+    n_steps: int = opt(32, "rollout length per env between updates")
+    batch_size: int = opt(2048, "minibatch size of the PPO update")
+    n_epochs: int = opt(4, "passes over each rollout per update")
+    learning_rate: float = opt(3e-4, "Adam learning rate")
+    gamma: float = opt(0.995, "discount factor")
+    gae_lambda: float = opt(0.95, "GAE lambda")
+    ent_coef: float = opt(0.01, "entropy bonus coefficient")
+    clip_range: float = opt(0.2, "PPO clipping range")
+    net_arch: list[int] = opt(help="hidden layer sizes of the policy and value networks",
+                              factory=lambda: [256, 256])
+    seed: int = opt(0, "run seed: deals, initial weights, sampling")
+    run_dir: str | None = opt(None, "folder for checkpoints, TensorBoard events and config.json "
+                              "(default: a new runs/<config>-<date>-<time>)")
+    checkpoint_every: int = opt(50_000, "learner steps between checkpoints")
+    eval_every: int = opt(50_000, "learner steps between evaluations")
+    eval_deals: int = opt(200, "fixed duplicate deals per evaluation (each played in every seating)")
+    eval_seed: int = opt(2027, "evaluation deals are DealId(eval_seed, i, 0), unless eval_deal_set is set")
+    eval_deal_set: str | None = opt(None, "evaluate on a fixed deal set: v1 or a .npz path")
+    eval_records: bool = opt(False, "append every evaluation hand to RUN_DIR/eval_records.jsonl")
+    eval_opponents: list[str] = opt(help="agents each evaluation plays against", factory=lambda: ["random"])
+    torch_threads: int = opt(1, "torch threads (measured: 2 threads make small-network PPO ~40x slower)")
+    progress: bool = opt(True, "show a progress bar (the start, evaluation and summary lines print anyway)")
+    snapshot_every: int = opt(100_000, "selfplay/league: learner steps between snapshots joining the pool")
+    pool_size: int = opt(10, "selfplay/league: past snapshots kept in the pool")
+    latest_ratio: float = opt(0.5, "selfplay/league: share of episodes against the latest policy")
+    league: list[str] = opt(help="selfplay/league: agents that stay in the pool for good "
+                            "(league default: heuristic greedy)", factory=list)
+    pfsp: bool = opt(False, "selfplay/league: draw pool members by prioritized fictitious self-play "
+                     "(the learner's recent results), not uniformly (league default: true)")
+    imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
+    imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
+    imitate_epochs: int = opt(10, "with imitate: passes over them")
+    algo: str = opt("ppo", "ppo (the lean trainer) or maskable_ppo (sb3-contrib); docs/training.md")
+    device: str = opt("auto", "auto, cpu or cuda (auto: cuda when torch sees a GPU)")
+    precision: str = opt("auto", "algo ppo: fp32, bf16 or auto (bf16 where the CPU or GPU runs it fast)")
+    overlap: bool = opt(True, "algo ppo: collect the next rollout while the learner updates")
+    max_grad_norm: float = opt(0.5, "gradient clipping norm")
+    vf_coef: float = opt(0.5, "value loss coefficient")
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
@@ -106,7 +122,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
-    "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0),
+    "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
+    "imitate_epochs": (1, 10_000),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -128,7 +145,7 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
     if not 1 <= len(args.net_arch) <= MAX_LAYERS or not all(1 <= u <= MAX_UNITS for u in args.net_arch):
         raise ValueError(f"{where}: net_arch = {short_repr(args.net_arch)}: want 1 to {MAX_LAYERS} layers "
                          f"of 1 to {MAX_UNITS} units")
-    if not args.eval_opponents or not args.run_dir:
+    if not args.eval_opponents or args.run_dir == "":
         raise ValueError(f"{where}: eval_opponents and run_dir must not be empty")
     for name, allowed in _CHOICES.items():
         if getattr(args, name) not in allowed:
@@ -160,45 +177,85 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def flag_name(field_name: str) -> str:
+    """``--total-timesteps`` for the field ``total_timesteps`` (hyphens, as in every subcommand)."""
+    return "--" + field_name.replace("_", "-")
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    """One ``--field`` flag per ``TrainArgs`` field (overrides the config file)."""
-    parser.add_argument("--config", help="YAML file of TrainArgs fields")
+    """One flag per ``TrainArgs`` field (overrides the config file), its help and default from the
+    field's declaration; the underscored spelling (``--total_timesteps``) stays as a hidden alias
+    for old scripts."""
+    parser.add_argument("--config", help="YAML file of TrainArgs fields (configs/train/*.yaml)")
     parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --run_dir from its latest checkpoint (its config.json "
+                        help="continue the run in --run-dir from its latest checkpoint (its config.json "
                         "is the base; the config file and flags override it)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="delete the run already in --run_dir and start afresh")
+                        help="delete the run already in --run-dir and start afresh")
     parser.add_argument("--strict-resume", action="store_true",
                         help="with --resume: fail if the latest checkpoint is damaged instead of "
                         "falling back to the previous intact one")
+    defaults = TrainArgs()
     for f in dataclasses.fields(TrainArgs):
         kind = str(f.type)
+        default = getattr(defaults, f.name)
+        shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        help_text = f"{f.metadata['help']} (default: {shown if shown not in ('', None) else 'none'})"
         if kind.startswith("list"):
             element = int if "int" in kind else str
-            parser.add_argument(f"--{f.name}", nargs="+", type=element, default=None)
+            kwargs: dict[str, Any] = {"nargs": "+", "type": element, "metavar": "X"}
         else:
             caster = {"int": int, "float": float, "bool": _bool}.get(kind, str)
-            parser.add_argument(f"--{f.name}", type=caster, default=None)
+            kwargs = {"type": caster, "metavar": {"bool": "true|false"}.get(kind, f.name.upper())}
+        parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text, **kwargs)
+        if "_" in f.name:
+            parser.add_argument(f"--{f.name}", dest=f.name, default=None, help=argparse.SUPPRESS,
+                                **kwargs)
 
 
 add_arguments = add_flags
 
 
-def run_command(ns: argparse.Namespace, selfplay: bool = False) -> int:
-    """Shared entry point of ``canasta train`` and ``canasta selfplay``."""
+# What ``canasta league`` sets unless the config file or a flag says otherwise.
+LEAGUE_DEFAULTS: dict[str, Any] = {"league": ["heuristic", "greedy"], "pfsp": True}
+
+
+def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = False) -> int:
+    """Shared entry point of ``canasta train``, ``canasta selfplay`` and ``canasta league``."""
     from train.run_dir import read_config
 
     skip = {"config", "resume", "overwrite", "strict_resume", "command", "debug", "_run"}
     overrides = {k: v for k, v in vars(ns).items() if k not in skip}
     given = read_options(ns.config, overrides)
+    if league and not ns.resume:
+        given = {**LEAGUE_DEFAULTS, **given}
+    if given.get("run_dir") is None:
+        if ns.resume:
+            raise ValueError("--resume continues the run in --run-dir: name the folder")
+        given["run_dir"] = str(new_run_dir(Path(ns.config).stem if ns.config else str(given.get("rules",
+                                                                                      "run"))))
     args = load_args(None, given, source=ns.config)
     if ns.resume:  # the stored config is the base; the config file and the flags override it
         stored = Path(args.run_dir) / "config.json"
         args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
-    run = train(args, resume=ns.resume, selfplay=selfplay, overwrite=ns.overwrite,
+    run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
                 strict_resume=ns.strict_resume)
     print(f"run directory: {run}")
     return 0
+
+
+def new_run_dir(label: str, root: Path = Path("runs")) -> Path:
+    """A fresh folder name for a run without ``run_dir``: ``runs/<label>-<date>-<time>``, numbered
+    when two runs start in the same second."""
+    import time
+
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(label).stem)[:60] or "run"
+    base = root / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -218,7 +275,9 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
     from train.run_dir import clear_run, open_run, write_config
 
     rules = load_rules(args.rules)
-    run = Path(args.run_dir)
+    if args.run_dir is None:
+        args = dataclasses.replace(args, run_dir=str(new_run_dir(rules.name)))
+    run = Path(str(args.run_dir))
     with open_run(run, resume=resume, overwrite=overwrite):  # before the slow imports: fails fast
         import torch
 
@@ -232,6 +291,13 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         opponent: Any = None if selfplay else make_agent(args.opponent, rules)
         for name in args.eval_opponents:  # refused now rather than at the first evaluation
             make_agent(name, rules)
+        if args.league and not selfplay:
+            raise ValueError("training option 'league' names pool members: use canasta selfplay or "
+                             "canasta league, or leave it empty")
+        if len(set(args.league)) != len(args.league):
+            raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
+        league = {name: make_agent(name, rules) for name in args.league}
+        teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
         if args.eval_deal_set is not None:
             from canasta_env.deal_sets import load_deal_set
 
@@ -251,11 +317,48 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             from agents.pool import PoolAgent
 
             pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
-                             args.pool_size)
+                             args.pool_size, league=league, prioritized=args.pfsp)
             opponent = pool
         trainer = _train_lean if args.algo == "ppo" else _train_maskable
-        trainer(args, rules, run, opponent, pool, resume=resume, strict_resume=strict_resume)
+        import time
+
+        started = time.perf_counter()
+        steps = trainer(args, rules, run, opponent, pool, resume=resume, strict_resume=strict_resume,
+                        teacher=teacher)
+        from train.run_callback import final_summary
+
+        print(final_summary(run, steps[1], steps[1] - steps[0], time.perf_counter() - started), flush=True)
     return run
+
+
+def _imitate(args: TrainArgs, rules: Any, run: Path, policy: Any, teacher: Any, opponent: Any,
+             pool: Any, logger: Any, bf16: bool = False) -> None:
+    """Clone ``teacher`` into ``policy`` (``train.imitation``) and checkpoint the clone at step 0,
+    so that a resume continues from it instead of cloning again. Under self-play the teacher plays
+    the other side too (the pool's latest policy is still untrained)."""
+    import time
+
+    from train import imitation, lean_ppo, run_callback
+
+    started = time.perf_counter()
+    against = teacher if pool is not None else opponent
+    demos = imitation.collect(rules, teacher, against, args.num_envs, args.imitate_steps, args.seed,
+                              args.gamma)
+    print(f"imitate {args.imitate}: {len(demos):,} decisions collected in "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
+
+    def log(epoch: int, stats: dict[str, float]) -> None:
+        for key, value in stats.items():
+            logger.record(f"imitate/{key}", value)
+        logger.dump(step=epoch)
+        print(f"imitate epoch {epoch + 1}/{args.imitate_epochs}: accuracy {stats['accuracy']:.3f}, "
+              f"cross-entropy {stats['cross_entropy']:.3f}, value loss {stats['value_loss']:.4f}",
+              flush=True)
+
+    with lean_ppo.bf16_matmuls(bf16):
+        imitation.clone(policy, demos, epochs=args.imitate_epochs, batch_size=args.batch_size,
+                        seed=args.seed, vf_coef=args.vf_coef, log=log)
+    run_callback.save_run_checkpoint(args, rules, run, policy, 0, 0, pool)
 
 
 def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
@@ -281,8 +384,9 @@ def _logger(run: Path) -> Any:
 
 
 def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                    strict_resume: bool) -> None:
-    """``algo: maskable_ppo``: sb3-contrib's MaskablePPO on ``CanastaVecEnv``."""
+                    strict_resume: bool, teacher: Any = None) -> tuple[int, int]:
+    """``algo: maskable_ppo``: sb3-contrib's MaskablePPO on ``CanastaVecEnv``; returns the learner
+    steps at its start and end."""
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
@@ -303,24 +407,30 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
         policy_kwargs={"net_arch": list(args.net_arch)}, seed=args.seed, device=device, verbose=0)
     if pool is not None:
         pool.members[0].policy = model.policy  # type: ignore[attr-defined]
+    restored = False
     if resume:
-        restore(model, run, rules, pool, strict=strict_resume, args=args)
+        restored = restore(model, run, rules, pool, strict=strict_resume, args=args)
         # the envs restart on fresh deals named by the counters (episodes in flight are dropped)
         venv.seed(args.seed + model.num_timesteps)
         model._last_obs = None  # type: ignore[assignment]
     model.set_logger(_logger(run))
+    run_callback.announce(args, run, model.num_timesteps)
+    start_steps = model.num_timesteps
+    if teacher is not None and not restored:
+        _imitate(args, rules, run, model.policy, teacher, opponent, pool, model.logger)
     _install_kill_points(model)
     callback = run_callback.RunCallback(args, rules, run, pool)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
     model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
                 progress_bar=args.progress)
     callback.checkpoint(model)
+    return start_steps, model.num_timesteps
 
 
 def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                strict_resume: bool) -> None:
+                strict_resume: bool, teacher: Any = None) -> tuple[int, int]:
     """``algo: ppo``: ``train.lean_ppo.LeanPPO``, with the evaluations, checkpoints, snapshots and
-    logs of ``train.run_callback`` at its sync points."""
+    logs of ``train.run_callback`` at its sync points; returns the learner steps at its start and end."""
     import time
 
     from train import lean_ppo, run_callback
@@ -328,13 +438,19 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
     model = lean_ppo.LeanPPO(args, rules, opponent)
     if pool is not None:
         pool.members[0].policy = model.actor  # the opponent plays the collector's weights
+    restored = False
     if resume:
-        restore(model, run, rules, pool, strict=strict_resume, args=args)
+        restored = restore(model, run, rules, pool, strict=strict_resume, args=args)
         model.reset_envs(args.seed + model.num_timesteps)
     logger = _logger(run)
+    run_callback.announce(args, run, model.num_timesteps)
+    if teacher is not None and not restored:
+        _imitate(args, rules, run, model.policy, teacher, opponent, pool, logger,
+                 bf16=model.precision == "bf16" and model.device.type == "cpu")
     start_steps, started = model.num_timesteps, time.perf_counter()
     last = dict.fromkeys(("eval", "ckpt", "snapshot"), model.num_timesteps)
-    bar = _progress_bar(args, model.num_timesteps)
+    per_rollout = args.num_envs * args.n_steps  # the run ends at the first whole rollout past the total
+    bar = _progress_bar(args, model.num_timesteps, -(-args.total_timesteps // per_rollout) * per_rollout)
 
     def on_sync(m: lean_ppo.LeanPPO) -> None:
         steps = m.num_timesteps
@@ -347,6 +463,8 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
         for key, value in m.train_stats.items():
             if key != "update_s":
                 logger.record(f"train/{key}", value)
+        if pool is not None:
+            run_callback.record_league(logger, pool)
         if steps - last["eval"] >= args.eval_every:
             run_callback.evaluate(args, rules, m.policy, steps, logger)
             last["eval"] = steps
@@ -371,9 +489,10 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
             bar.close()
     run_callback.save_run_checkpoint(args, rules, run, model.policy, model.num_timesteps, model._n_updates,
                                      pool)
+    return start_steps, model.num_timesteps
 
 
-def _progress_bar(args: TrainArgs, done: int) -> Any:
+def _progress_bar(args: TrainArgs, done: int, total: int) -> Any:
     """A tqdm bar over the learner steps when ``progress`` is on and tqdm is installed."""
     if not args.progress:
         return None
@@ -381,7 +500,7 @@ def _progress_bar(args: TrainArgs, done: int) -> Any:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=args.total_timesteps, initial=done, unit="step")
+    return tqdm(total=total, initial=done, unit="step")
 
 
 def _check_optimizer_shapes(path: Path, optimizer: Any) -> None:
@@ -414,9 +533,10 @@ def _install_kill_points(model: Any) -> None:
 
 
 def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False,
-            args: TrainArgs | None = None) -> None:
+            args: TrainArgs | None = None) -> bool:
     """Load the checkpoint a resume continues from (``train.run_dir.resume_checkpoint``: the latest
-    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG. With
+    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG, the
+    pool and its results; returns whether there was one. With
     ``args``, their learning rate replaces the stored one and, once everything has loaded, they
     become the run's ``config.json`` (a refused resume leaves the run as it was)."""
     from agents.checkpoint import (
@@ -434,7 +554,7 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
     if path is None:
         if args is not None:
             write_config(run, dataclasses.asdict(args))
-        return
+        return False
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
     validate_state(path, ckpt.state, require=("num_timesteps", "rng"))
     if ckpt.optimizer_state is None:
@@ -458,5 +578,9 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
 
         for name in ckpt.state.get("opponent_pool", []):
             pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
+        results = ckpt.state.get("league_results")
+        if isinstance(results, dict):
+            pool.load_state(results)
     if args is not None:
         write_config(run, dataclasses.asdict(args))
+    return True

@@ -10,6 +10,7 @@ Its own module so that ``train.ppo`` (the options and the command) imports witho
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,66 @@ def evaluate(args: TrainArgs, rules: Any, policy: Any, num_timesteps: int,
         for key in ("mean_margin", "win_rate", "went_out", "opened"):
             logger.record(f"eval_{name}/{key}", summary[key])
         results[name] = summary
+    line = "; ".join(f"vs {name} win rate {r['win_rate']:.3f} [{r['win_lo']:.3f}, {r['win_hi']:.3f}], "
+                     f"margin {r['mean_margin']:.0f}" for name, r in results.items())
+    print(f"eval at {num_timesteps:,} steps ({args.eval_deals} deals): {line}", flush=True)
+    with open(Path(str(args.run_dir)) / EVALUATIONS, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"num_timesteps": int(num_timesteps),
+                            "results": {n: {k: float(v) for k, v in r.items()} for n, r in results.items()}})
+                + "\n")
     return results
+
+
+EVALUATIONS = "evaluations.jsonl"  # one line per evaluation: steps and each opponent's summary
+
+
+def announce(args: TrainArgs, run: Path, resumed_at: int) -> None:
+    """The first line of a run: where it writes and what it trains."""
+    what = f"resuming at {resumed_at:,} steps" if resumed_at else "starting"
+    print(f"canasta: {what} run {run} ({args.rules}, algo {args.algo}, opponent {args.opponent}, "
+          f"{args.total_timesteps:,} learner steps)", flush=True)
+
+
+def final_summary(run: Path, steps: int, trained: int, seconds: float) -> str:
+    """The last line of a run: steps, wall time, speed, latest checkpoint and best evaluation."""
+    from agents.checkpoint import latest_checkpoint, list_checkpoints
+
+    latest = latest_checkpoint(run)
+    text = (f"canasta: done, {steps:,} learner steps ({trained:,} this session in {seconds:.0f} s, "
+            f"{trained / max(seconds, 1e-9):,.0f} steps/s); latest checkpoint {latest}")
+    best = _best_evaluation(run / EVALUATIONS)
+    if best is not None:
+        at, score = best
+        kept = [p for p in list_checkpoints(run) if _counter(p) <= at]
+        text += (f"; best evaluation at {at:,} steps (mean win rate {score:.3f})"
+                 + (f", checkpoint {kept[-1]}" if kept else ""))
+    return text
+
+
+def _counter(path: Path) -> int:
+    try:
+        return int(json.loads((path / "state.json").read_text())["num_timesteps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return -1
+
+
+def _best_evaluation(path: Path) -> tuple[int, float] | None:
+    """(steps, mean win rate over the opponents) of the best evaluation logged in ``path``."""
+    best: tuple[int, float] | None = None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            row = json.loads(line)
+            score = float(np.mean([r["win_rate"] for r in row["results"].values()]))
+            at = int(row["num_timesteps"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # a line cut short by a kill
+        if best is None or score > best[1]:
+            best = (at, score)
+    return best
 
 
 def save_run_checkpoint(args: TrainArgs, rules: Any, run: Path, policy: Any, num_timesteps: int,
@@ -66,10 +126,33 @@ def save_run_checkpoint(args: TrainArgs, rules: Any, run: Path, policy: Any, num
 
     state = {"num_timesteps": int(num_timesteps), "n_updates": int(n_updates), "rng": rng_state(),
              "opponent_pool": pool.past if pool is not None else []}
+    if pool is not None:
+        state["league_results"] = pool.state()
     config = dict(dataclasses.asdict(args), reward_scale=default_reward_scale(rules))
     meta = build_meta(config=config, rules=rules, policy=policy)
     return save_checkpoint(run, checkpoint_name(num_timesteps), policy_state=policy.state_dict(),
                            optimizer_state=policy.optimizer.state_dict(), state=state, meta=meta)
+
+
+def record_league(logger: Any, pool: Any) -> None:
+    """Log the pool as a league: per member the learner's recent score against it, the chance of
+    drawing it and its Elo-scale rating (Davidson fit of the learner-vs-member results,
+    ``train.ratings``; the learner is ``latest``)."""
+    from train.ratings import ELO, fit_davidson
+
+    rates, weights = pool.win_rates(), pool.weights()
+    played = np.flatnonzero(pool.results[1:].sum(axis=1) > 0) + 1
+    ratings = np.zeros(len(pool.names))
+    if played.size:
+        pairs = np.stack([np.zeros_like(played), played], axis=1)
+        theta, _ = fit_davidson(pool.results[played, 0][None], pool.results[played, 1][None],
+                                pool.results[played, 2][None], pairs, len(pool.names))
+        ratings = (theta[0] - theta[0][0]) * ELO  # relative to the learner
+    for i, name in enumerate(pool.names[1:], start=1):
+        logger.record(f"league/score_vs_{name}", float(rates[i]))
+        logger.record(f"league/draw_chance_{name}", float(weights[i - 1] * (1 - pool.latest_ratio)))
+        if i in played:
+            logger.record(f"league/elo_{name}", float(ratings[i]))
 
 
 def snapshot(pool: Any, policy: Any, num_timesteps: int) -> None:
@@ -128,6 +211,8 @@ class RunCallback(BaseCallback):
     def _on_rollout_end(self) -> None:
         secs = time.perf_counter() - self.started
         record_episodes(self.logger, self.margins, (self.model.num_timesteps - self.start_steps) / secs)
+        if self.pool is not None:
+            record_league(self.logger, self.pool)
 
     def evaluate(self) -> dict[str, dict[str, float]]:
         """Deterministic policy against each evaluation opponent on the fixed deal set."""

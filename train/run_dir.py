@@ -87,7 +87,7 @@ def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
                           "checkpoint or 'latest'); check the path")
     if exists and not (resume or overwrite):
         raise RunDirError(f"{run}: already holds a run; pass --resume to continue it, --overwrite to "
-                          "replace it, or choose another --run_dir")
+                          "replace it, or choose another --run-dir")
 
 
 def clear_run(run: Path) -> None:

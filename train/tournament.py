@@ -290,7 +290,7 @@ def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
 
 
 def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
-        vs: str | None = None, partners: str | None = None, seed: int = 0, deal_set: str | None = None,
+        vs: str | None = None, partners: Any = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
         records: bool = False, ladder: str | Path | None = None, progress: bool = False,
         plots: bool = True) -> Any:
@@ -307,8 +307,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         duplicate: replay each deal in every seating of the match.
         vs: an entrant's label: play a gauntlet (that entrant against each other) instead of a round
             robin.
-        partners: an agent that partners every entrant (4 players); by default a side is two copies
-            of one entrant.
+        partners: an agent (a name as for entrants, or an agent object) that partners every entrant
+            (4 players); by default a side is two copies of one entrant.
         seed: names the deals (``DealId(seed, d, 0)``) and the agents' random streams.
         deal_set: a fixed deal set (``v1``, ``classic_2p-v1`` or a path): deal d is its entry d.
         out: folder for the hand log, results and plots; re-running with it resumes.
@@ -338,10 +338,19 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     labels = [e.label for e in people]
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
     agents = [e.agent for e in people]
+    partner_label = None
     if partners is not None:
         from agents import make_agent
 
-        agents.append(make_agent(partners, rules))
+        if isinstance(partners, str):
+            partner_label = partners
+            agents.append(make_agent(partners, rules))
+        elif callable(getattr(partners, "act", None)):
+            partner_label = f"python:{type(partners).__name__}"
+            agents.append(partners)
+        else:
+            raise ValueError(f"partners must be an agent name or an agent object with act(), got "
+                             f"{type(partners).__name__}")
     if deal_set is not None:
         dset = load_deal_set(deal_set, rules)
         if plan.deals > len(dset):
@@ -361,8 +370,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
             return [f"DealId({seed},{int(i)},0)" for i in d]
         set_name = None
     config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
-                              partners, seed, set_name, resamples, target_margin, records)
-    all_labels = labels + ([f"partner:{partners}"] if partners else [])
+                              partner_label, seed, set_name, resamples, target_margin, records)
+    all_labels = labels + ([f"partner:{partner_label}"] if partner_label else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
     with lock if lock is not None else contextlib.nullcontext():

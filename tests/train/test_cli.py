@@ -130,3 +130,46 @@ def test_no_command_prints_help() -> None:
     proc = _run([*_canasta()], timeout=60)
     assert proc.returncode == 2
     assert "bench" in proc.stdout
+
+
+def _subparser(name: str) -> object:
+    import argparse
+
+    from train.cli import build_parser
+
+    parser = build_parser([name])
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
+
+
+@pytest.mark.parametrize("name", ["bench", "demo", "train", "selfplay", "league", "play", "replay",
+                                  "tournament"])
+def test_every_flag_has_help_hyphens_and_the_help_shows_an_example(name: str) -> None:
+    import argparse
+
+    sub = _subparser(name)
+    shown = [a for a in sub._actions if a.help != argparse.SUPPRESS]  # type: ignore[attr-defined]
+    assert all(a.help for a in shown), [a.option_strings for a in shown if not a.help]
+    assert not [o for a in shown for o in a.option_strings if "_" in o]
+    text = sub.format_help()  # type: ignore[attr-defined]
+    assert "example:\n  canasta " + name in text
+
+
+def test_training_flags_show_defaults_and_accept_the_old_underscored_spelling() -> None:
+    sub = _subparser("train")
+    text = sub.format_help()  # type: ignore[attr-defined]
+    assert "--total-timesteps" in text and "(default: 200000)" in text
+    assert "--total_timesteps" not in text  # the alias works but is not advertised
+    new = sub.parse_args(["--total-timesteps", "7", "--run-dir", "x"])  # type: ignore[attr-defined]
+    old = sub.parse_args(["--total_timesteps", "7", "--run_dir", "x"])  # type: ignore[attr-defined]
+    assert new.total_timesteps == old.total_timesteps == 7 and new.run_dir == old.run_dir == "x"
+
+
+def test_a_run_without_run_dir_gets_a_new_folder_each_time(tmp_path: Path) -> None:
+    from train.ppo import new_run_dir
+
+    first = new_run_dir("configs/train/quickstart.yaml", tmp_path)
+    first.mkdir()
+    second = new_run_dir("configs/train/quickstart.yaml", tmp_path)
+    assert first.name.startswith("quickstart-")
+    assert second != first and second.parent == tmp_path

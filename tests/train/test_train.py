@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents import make_agent
-from agents.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from agents.checkpoint import checkpoint_name, latest_checkpoint, list_checkpoints, load_checkpoint
 
 TINY = ["--rules", "classic_2p", "--num_envs", "32", "--n_steps", "16", "--batch_size", "256",
         "--n_epochs", "1", "--checkpoint_every", "512", "--eval_every", "1024", "--eval_deals", "10",
@@ -101,3 +101,40 @@ def test_variant_config_trains(preset: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert load_checkpoint(run, rules=preset).meta["rules"]["name"] == preset
     assert make_agent(str(run), preset).name.startswith("policy:")
+
+
+def test_league_in_partnerships_with_imitation_end_to_end(tmp_path: Path) -> None:
+    """``canasta league`` at 4 players: the policy first clones the heuristic (checkpoint at step
+    0), then trains against the default league (heuristic, greedy, its snapshots) drawn by PFSP;
+    the league's results are checkpointed and its scores and ratings logged; a resume keeps them."""
+    run = tmp_path / "run"
+    extra = ["--rules", "classic_4p", "--imitate", "heuristic", "--imitate_steps", "1024",
+             "--imitate_epochs", "2"]
+    proc = _canasta("league", run, 2048, *extra)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "imitate epoch 2/2: accuracy" in proc.stdout
+    # what a run says while it runs, with the bar off: where, each evaluation, a final summary
+    assert f"canasta: starting run {run}" in proc.stdout
+    assert "eval at 1,024 steps (10 deals): vs random win rate" in proc.stdout
+    assert "canasta: done, 2,048 learner steps" in proc.stdout and "best evaluation at" in proc.stdout
+    names = [p.name for p in list_checkpoints(run)]
+    assert names[0] == checkpoint_name(0) and len(names) >= 3
+    state = json.loads((latest_checkpoint(run) / "state.json").read_text())  # type: ignore[operator]
+    assert state["opponent_pool"]
+    results = state["league_results"]
+    assert {"heuristic", "greedy", *state["opponent_pool"]} <= set(results)
+    assert sum(sum(results[n]) for n in ("heuristic", "greedy")) > 0  # games were counted
+    header = (run / "tb" / "progress.csv").read_text().splitlines()[0]
+    assert "league/score_vs_heuristic" in header and "league/elo_heuristic" in header
+    config = json.loads((run / "config.json").read_text())
+    assert config["league"] == ["heuristic", "greedy"] and config["pfsp"] is True
+    resumed = _canasta("league", run, 3072, *extra, resume=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "imitate" not in resumed.stdout  # the clone is not made again
+    assert _steps(latest_checkpoint(run)) >= 3072  # type: ignore[arg-type]
+
+
+def test_league_members_outside_self_play_are_refused(tmp_path: Path) -> None:
+    proc = _canasta("train", tmp_path / "run", 512, "--league", "heuristic")
+    assert proc.returncode == 2 and "canasta league" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
