@@ -17,8 +17,8 @@ side's own mask by ``pick_legal``), must agree exactly: observations, masks, rew
 (terminations, truncations) and terminal observations.
 
 The issue's full size is 256 envs for 2,000 steps per preset (651 s for the six differential runs
-on the 2-core reference machine, measured while other work ran); the default keeps 256 envs but
-plays 300 steps so the file stays near a minute in CI. Full size::
+on the 2-core reference machine, measured while other work ran); the default plays 64 envs for
+300 steps (about one hand each) so the file stays near two minutes in CI. Full size::
 
     CANASTA_DIFF_ENVS=256 CANASTA_DIFF_STEPS=2000 .venv/bin/python -m pytest tests/test_sb3_env.py
 """

@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
     "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
     "tournament": ("train.tournament_cli", "round robin or gauntlet of agents and checkpoints with ratings"),
+    "export": ("train.interop", "write a checkpoint as a MaskablePPO zip (--format sb3) or ONNX policy"),
+    "import": ("train.import_model", "turn a MaskablePPO zip into a safe checkpoint (needs --trust)"),
 }
 
 
@@ -47,6 +49,9 @@ EXAMPLES: dict[str, str] = {
                   "--hands 2000 --duplicate --deal-set v1 --out results/\n"
                   "  canasta tournament --rules classic_4p --agents runs/a heuristic --vs runs/a "
                   "--deal-set v1",
+    "export": "canasta export runs/a --format sb3 model.zip\n"
+              "  canasta export zoo:classic_2p --format onnx policy.onnx",
+    "import": "canasta import model.zip runs/imported --rules classic_2p --trust",
 }
 
 

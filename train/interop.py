@@ -1,0 +1,173 @@
+"""Models in and out of the project: a checkpoint as an sb3-contrib ``MaskablePPO`` zip or an ONNX
+policy (``canasta export``), and a ``MaskablePPO`` zip as a safe checkpoint (``canasta import``).
+
+The network is the same on both sides (sb3-contrib's ``MaskableActorCriticPolicy``, built from the
+checkpoint's allow-listed description), so an export is a copy of the weights, not a retraining.
+The ONNX graph takes ``observation`` (float32, (B, D)) and ``action_mask`` (bool, (B, A)) and gives
+``logits`` (float32, (B, A)) with illegal actions at -1e8: argmax is the deterministic action,
+softmax the policy. An SB3 zip holds pickles, which run code when loaded, so ``import`` requires
+``trust`` and says so; the checkpoint it writes holds only tensors and JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MASKED_LOGIT = -1e8
+FORMATS = ("sb3", "onnx")
+
+
+def _load(source: str, rules: Any = None) -> tuple[Any, Any, Any]:
+    """(checkpoint, policy, rules) of a checkpoint or run directory (its latest checkpoint)."""
+    import gymnasium as gym
+
+    from agents.checkpoint import current_layout, load_checkpoint, policy_from_checkpoint
+    from canasta_env.engine import NUM_ACTIONS
+    from canasta_env.engine.layout import pack_params
+    from canasta_env.engine.observation import bounds
+    from canasta_env.rules import RuleSet
+
+    ckpt = load_checkpoint(source, rules=rules, load_optimizer=False)
+    rules = RuleSet.from_dict(ckpt.meta["rules"]) if rules is None else rules
+    ckpt = load_checkpoint(source, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
+    low, high = bounds(pack_params(rules))
+    policy = policy_from_checkpoint(ckpt, gym.spaces.Box(low, high, dtype=np.float32),
+                                    gym.spaces.Discrete(NUM_ACTIONS))
+    return ckpt, policy, rules
+
+
+def export_sb3(source: str, out: str | Path) -> Path:
+    """Write the policy of ``source`` as a ``MaskablePPO`` zip that ``MaskablePPO.load`` opens;
+    ``predict(obs, action_masks=mask, deterministic=True)`` then plays as the checkpoint does."""
+    from sb3_contrib import MaskablePPO
+
+    from canasta_env.sb3_env import CanastaVecEnv
+
+    ckpt, policy, rules = _load(source)
+    config = ckpt.meta.get("config", {})
+    env = CanastaVecEnv(1, rules)
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": list(config.get("net_arch", [256, 256]))},
+                        gamma=float(config.get("gamma", 0.995)), device="cpu", verbose=0)
+    model.policy.load_state_dict(policy.state_dict())
+    model.num_timesteps = int(ckpt.state.get("num_timesteps", 0))
+    out = Path(out)
+    model.save(out)
+    return out if out.suffix == ".zip" else out.with_name(out.name + ".zip")
+
+
+class _MaskedLogits:
+    """The torch module the ONNX graph is traced from (built lazily: torch is an extra)."""
+
+    @staticmethod
+    def build(policy: Any) -> Any:
+        import torch
+
+        class MaskedLogits(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.policy = policy
+
+            def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+                features = self.policy.extract_features(observation)
+                latent = self.policy.mlp_extractor.forward_actor(features)
+                logits = self.policy.action_net(latent)
+                return logits.masked_fill(~action_mask, MASKED_LOGIT)
+
+        return MaskedLogits().eval()
+
+
+def torch_logits(policy: Any, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The masked logits the ONNX graph computes, from the torch policy."""
+    import torch
+
+    with torch.no_grad():
+        return _MaskedLogits.build(policy)(torch.as_tensor(obs), torch.as_tensor(mask)).numpy()
+
+
+def export_onnx(source: str, out: str | Path) -> Path:
+    """Write the policy of ``source`` as an ONNX graph (observation, action_mask -> logits) with
+    a dynamic batch axis."""
+    import torch
+
+    _, policy, rules = _load(source)
+    module = _MaskedLogits.build(policy)
+    dim = int(policy.observation_space.shape[0])
+    actions = int(policy.action_space.n)
+    example = (torch.zeros(2, dim), torch.ones(2, actions, dtype=torch.bool))
+    out = Path(out)
+    import onnx  # noqa: F401  (the exporter needs it: the 'onnx' extra)
+    torch.onnx.export(module, example, str(out), input_names=["observation", "action_mask"],
+                      output_names=["logits"], dynamic_axes={"observation": {0: "batch"},
+                                                             "action_mask": {0: "batch"},
+                                                             "logits": {0: "batch"}},
+                      dynamo=False)
+    return out
+
+
+def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: bool) -> Path:
+    """A ``MaskablePPO`` zip as a checkpoint of a new run directory (weights, optimizer state and
+    counters; the run can be resumed with ``canasta train --resume``)."""
+    from sb3_contrib import MaskablePPO
+
+    from agents.checkpoint import build_meta, checkpoint_name, current_layout, rng_state, save_checkpoint
+    from canasta_env.rules import load_rules
+    from train.run_dir import open_run
+
+    if not trust:
+        raise ValueError(f"{zip_path}: an SB3 zip holds Python pickles, and loading one runs the code "
+                         "inside it; pass --trust if you trust where it came from")
+    rules = load_rules(rules)
+    path = Path(zip_path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such model file")
+    try:
+        model = MaskablePPO.load(path, device="cpu")
+    except Exception as exc:  # a zip SB3 cannot read: one line, whatever it raised
+        raise ValueError(f"{path}: not a MaskablePPO model ({type(exc).__name__}: {exc})") from None
+    layout = current_layout(rules)
+    obs_shape = tuple(getattr(model.observation_space, "shape", ()) or ())
+    n = getattr(model.action_space, "n", None)
+    if obs_shape != (layout["obs_dim"],) or n != layout["num_actions"]:
+        raise ValueError(f"{path}: model spaces (observation {obs_shape}, actions {n}) do not fit "
+                         f"{rules.name} (observation ({layout['obs_dim']},), actions {layout['num_actions']})")
+    run = Path(run_dir)
+    config = {"rules": rules.name, "net_arch": list(model.policy.net_arch if isinstance(
+        model.policy.net_arch, list) else model.policy.net_arch.get("pi", [])), "gamma": model.gamma,
+        "imported_from": str(path)}
+    with open_run(run, resume=False, overwrite=False):
+        steps = int(model.num_timesteps)
+        meta = build_meta(config=config, rules=rules, policy=model.policy)
+        return save_checkpoint(run, checkpoint_name(steps), policy_state=model.policy.state_dict(),
+                               optimizer_state=model.policy.optimizer.state_dict(),
+                               state={"num_timesteps": steps, "n_updates": int(getattr(model, "_n_updates", 0)),
+                                      "rng": rng_state(), "opponent_pool": []}, meta=meta)
+
+
+# ---- canasta export ---------------------------------------------------------------------------
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="RUN_OR_CKPT", help="a checkpoint, a run directory (its latest "
+                        "checkpoint) or zoo:NAME")
+    parser.add_argument("out", metavar="OUT", help="file to write (.zip for sb3, .onnx for onnx)")
+    parser.add_argument("--format", choices=FORMATS, required=True,
+                        help="sb3: a MaskablePPO zip (MaskablePPO.load); onnx: observation and mask in, "
+                        "masked logits out")
+    parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``canasta export`` entry point."""
+    source = ns.source
+    if source.startswith("zoo:"):
+        from agents.zoo import zoo_path
+
+        source = str(zoo_path(source))
+    out = Path(ns.out)
+    if out.exists() and not ns.force:
+        raise ValueError(f"{out}: already exists; pass --force to replace it")
+    written = export_sb3(source, out) if ns.format == "sb3" else export_onnx(source, out)
+    print(f"wrote {written}")
+    return 0
