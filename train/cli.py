@@ -28,6 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Commands that report their own compile time (the others compile under a notice: train.warmup).
+SELF_WARMING = frozenset({"bench"})
+
 # name -> examples shown at the end of ``canasta NAME --help``.
 EXAMPLES: dict[str, str] = {
     "bench": "canasta bench --rules classic_4p --batch 1 1024 4096 --json\n"
@@ -116,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     debug = args.debug or os.environ.get("CANASTA_DEBUG", "") not in ("", "0")
     try:
+        if args.command not in SELF_WARMING:
+            from train.warmup import warm_if_cold
+
+            warm_if_cold(args.command)
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return 130

@@ -48,6 +48,38 @@ def warm(presets: tuple[str, ...] = PRESETS, steps: int = 8) -> float:
     return time.perf_counter() - start
 
 
+def cache_is_cold() -> bool:
+    """Whether the engine's kernel cache holds nothing yet (the next engine call compiles), with
+    the JIT on."""
+    import os
+    from pathlib import Path
+
+    import canasta_env.engine  # noqa: F401  (points NUMBA_CACHE_DIR at the engine's cache)
+
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return False
+    folder = Path(os.environ["NUMBA_CACHE_DIR"])
+    return not folder.is_dir() or not any(folder.rglob("*.nbi"))
+
+
+def warm_if_cold(command: str) -> None:
+    """On a cold cache, say so in one line and compile the classic kernels under a spinner before
+    ``command`` runs, instead of sitting silent through the compile."""
+    if not cache_is_cold():
+        return
+    import os
+
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    console.print(f"canasta {command}: first run on this machine: compiling the engine's kernels "
+                  f"(about 1.5 minutes on 2 cores, once; cached in {os.environ['NUMBA_CACHE_DIR']})",
+                  highlight=False, soft_wrap=True)
+    with console.status("compiling", spinner="dots"):
+        seconds = warm()
+    console.print(f"canasta {command}: kernels compiled in {seconds:.0f} s", highlight=False)
+
+
 def main() -> int:
     seconds = warm()
     import os

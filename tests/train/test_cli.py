@@ -173,3 +173,23 @@ def test_a_run_without_run_dir_gets_a_new_folder_each_time(tmp_path: Path) -> No
     second = new_run_dir("configs/train/quickstart.yaml", tmp_path)
     assert first.name.startswith("quickstart-")
     assert second != first and second.parent == tmp_path
+
+
+def test_a_cold_kernel_cache_is_announced_before_the_compile(tmp_path: Path) -> None:
+    """On an empty cache a command says in one line that it compiles (and where it caches) before
+    the minute and a half of compiling; a warm cache says nothing."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["CANASTA_CACHE_DIR"] = str(tmp_path)
+    proc = subprocess.Popen([*_canasta(), "demo"], cwd=REPO, env=env, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    try:
+        first = proc.stderr.readline()  # type: ignore[union-attr]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "canasta demo: first run on this machine: compiling the engine's kernels" in first
+    assert str(tmp_path) in first
+    warm = _run([*_canasta(), "demo"])
+    assert warm.returncode == 0 and "compiling" not in warm.stderr
