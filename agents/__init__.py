@@ -107,7 +107,8 @@ def _outside_agent(label: str, target: str, rules: RuleSet | str, kwargs: dict[s
         except (TypeError, ValueError):
             takes_rules = True
         try:
-            agent = obj(load_rules(rules), **kwargs) if takes_rules else obj(**kwargs)
+            factory: Any = obj
+            agent = factory(load_rules(rules), **kwargs) if takes_rules else factory(**kwargs)
         except Exception as exc:  # the user's factory: report it in one line, whatever it raised
             raise ValueError(f"agent {short_repr(label)}: {attribute}(...) failed: "
                              f"{type(exc).__name__}: {exc}") from exc

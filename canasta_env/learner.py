@@ -12,6 +12,7 @@ batch plays exactly what the same env alone plays.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -388,9 +389,10 @@ class LearnerBatch:
                       pick: npt.NDArray[np.int64]) -> list[tuple[Agent, npt.NDArray[np.int64]]]:
         if not pick.size:
             return []
-        partners = self.config.partners
+        partners = cast(Agent | None, self.config.partners)  # names were resolved at construction
+        opponent = cast(Agent, self.config.opponent)
         if partners is None:
-            return [(self.config.opponent, pick)]
+            return [(opponent, pick)]
         own_side = (cur[pick] % self.num_sides) == (self.seat[rows[pick]] % self.num_sides)
-        groups = [(partners, pick[own_side]), (self.config.opponent, pick[~own_side])]
+        groups = [(partners, pick[own_side]), (opponent, pick[~own_side])]
         return [(agent, p) for agent, p in groups if p.size]

@@ -50,7 +50,8 @@ def export_sb3(source: str, out: str | Path) -> Path:
     ckpt, policy, rules = _load(source)
     config = ckpt.meta.get("config", {})
     env = CanastaVecEnv(1, rules)
-    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": list(config.get("net_arch", [256, 256]))},
+    net_arch = list(config.get("net_arch", [256, 256]))
+    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": net_arch},
                         gamma=float(config.get("gamma", 0.995)), device="cpu", verbose=0)
     model.policy.load_state_dict(policy.state_dict())
     model.num_timesteps = int(ckpt.state.get("num_timesteps", 0))
@@ -133,7 +134,8 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: 
     n = getattr(model.action_space, "n", None)
     if obs_shape != (layout["obs_dim"],) or n != layout["num_actions"]:
         raise ValueError(f"{path}: model spaces (observation {obs_shape}, actions {n}) do not fit "
-                         f"{rules.name} (observation ({layout['obs_dim']},), actions {layout['num_actions']})")
+                         f"{rules.name} (observation ({layout['obs_dim']},), "
+                         f"actions {layout['num_actions']})")
     run = Path(run_dir)
     config = {"rules": rules.name, "net_arch": list(model.policy.net_arch if isinstance(
         model.policy.net_arch, list) else model.policy.net_arch.get("pi", [])), "gamma": model.gamma,
@@ -141,10 +143,10 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: 
     with open_run(run, resume=False, overwrite=False):
         steps = int(model.num_timesteps)
         meta = build_meta(config=config, rules=rules, policy=model.policy)
+        state = {"num_timesteps": steps, "n_updates": int(getattr(model, "_n_updates", 0)),
+                 "rng": rng_state(), "opponent_pool": []}
         return save_checkpoint(run, checkpoint_name(steps), policy_state=model.policy.state_dict(),
-                               optimizer_state=model.policy.optimizer.state_dict(),
-                               state={"num_timesteps": steps, "n_updates": int(getattr(model, "_n_updates", 0)),
-                                      "rng": rng_state(), "opponent_pool": []}, meta=meta)
+                               optimizer_state=model.policy.optimizer.state_dict(), state=state, meta=meta)
 
 
 # ---- canasta export ---------------------------------------------------------------------------

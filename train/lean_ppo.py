@@ -173,6 +173,10 @@ class LeanPPO:
         self._obs: torch.Tensor | None = None
         self._mask: torch.Tensor | None = None
         self._env_seed = args.seed
+        # ``compile``: the minibatch loss (forward, masking, losses; and by AOTAutograd its backward)
+        # as one torch.compile graph, fusing the elementwise work around the matrix products.
+        self._loss = (torch.compile(self.minibatch_loss, dynamic=False) if args.compile
+                      else self.minibatch_loss)
 
     # ---- environment ---------------------------------------------------------------------------
     def reset_envs(self, seed: int) -> None:
@@ -275,6 +279,34 @@ class LeanPPO:
             next_value = values[t]
         return adv, adv + values, values
 
+    def minibatch_loss(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
+                       old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """SB3's PPO loss on one minibatch and its statistics (pg, value, entropy, loss, clip
+        fraction, approx KL), detached."""
+        a = self.args
+        with self._autocast():
+            pi, vf = self.policy.mlp_extractor(self.policy.extract_features(obs))
+            logits, values = self.policy.action_net(pi), self.policy.value_net(vf)
+        masked = logits.float().masked_fill(~masks, MASKED_LOGIT)
+        logp_all = torch.log_softmax(masked, dim=1)
+        logp = logp_all.gather(1, actions[:, None]).squeeze(1)
+        entropy = -(probabilities(logp_all) * logp_all).sum(dim=1)
+        if adv.numel() > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        log_ratio = logp - old_logp
+        ratio = log_ratio.exp()
+        clipped_ratio = ratio.clamp(1 - a.clip_range, 1 + a.clip_range)
+        pg_loss = -torch.min(adv * ratio, adv * clipped_ratio).mean()
+        value_loss = F.mse_loss(ret, values.float().flatten())
+        entropy_loss = -entropy.mean()
+        loss = pg_loss + a.ent_coef * entropy_loss + a.vf_coef * value_loss
+        with torch.no_grad():
+            clipped = ((ratio - 1).abs() > a.clip_range).float().mean()
+            approx_kl = ((ratio - 1) - log_ratio).mean()
+            stats = torch.stack([pg_loss, value_loss, entropy_loss, loss, clipped, approx_kl]).detach()
+        return loss, stats
+
     def update(self, buf: Rollout, gen: torch.Generator) -> None:
         """``n_epochs`` passes of minibatch PPO over ``buf``."""
         a = self.args
@@ -292,33 +324,14 @@ class LeanPPO:
             order = torch.randperm(n, generator=gen, device=gen.device).to(self.device)
             for first in range(0, n, a.batch_size):
                 idx = order[first:first + a.batch_size]
-                with self._autocast():
-                    pi, vf = self.policy.mlp_extractor(self.policy.extract_features(obs[idx]))
-                    logits, values = self.policy.action_net(pi), self.policy.value_net(vf)
-                masked = logits.float().masked_fill(~masks[idx], MASKED_LOGIT)
-                logp_all = torch.log_softmax(masked, dim=1)
-                logp = logp_all.gather(1, actions[idx, None]).squeeze(1)
-                entropy = -(probabilities(logp_all) * logp_all).sum(dim=1)
-                adv = adv_all[idx]
-                if adv.numel() > 1:
-                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                log_ratio = logp - old_logp[idx]
-                ratio = log_ratio.exp()
-                clipped_ratio = ratio.clamp(1 - a.clip_range, 1 + a.clip_range)
-                pg_loss = -torch.min(adv * ratio, adv * clipped_ratio).mean()
-                value_loss = F.mse_loss(ret_all[idx], values.float().flatten())
-                entropy_loss = -entropy.mean()
-                loss = pg_loss + a.ent_coef * entropy_loss + a.vf_coef * value_loss
+                loss, stats = self._loss(obs[idx], masks[idx], actions[idx], old_logp[idx], adv_all[idx],
+                                         ret_all[idx])
                 self.policy.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, a.max_grad_norm)
                 kill_point("update")
                 self.policy.optimizer.step()
-                with torch.no_grad():
-                    clipped = ((ratio - 1).abs() > a.clip_range).float().mean()
-                    approx_kl = ((ratio - 1) - log_ratio).mean()
-                    sums += torch.stack([pg_loss, value_loss, entropy_loss, loss, clipped,
-                                         approx_kl]).detach()
+                sums += stats
                 count += 1
         self._n_updates += a.n_epochs
         self.policy.set_training_mode(False)

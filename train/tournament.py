@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
 from train.folder_lock import FolderLock
+from train.hand_table import SIDE_COLUMNS, hand_columns, labelled
 
 FORMAT = "canasta-tournament"
 DEALS_PER_UNIT = 1024  # deals per unit of work (the resume granularity), all seatings of each
@@ -108,16 +109,6 @@ def seat_table(plan: Plan, match: tuple[int, ...], seating: npt.NDArray[np.int64
 
 
 # Per-hand columns: identity of the game, then one column per side for each outcome.
-SIDE_COLUMNS = ("entrant", "score", "pile_takes", "natural_canastas", "mixed_canastas", "wild_canastas",
-                "sevens_canastas", "red_threes", "opened")
-
-
-def hand_columns(sides: int) -> list[str]:
-    cols = ["match", "deal", "seating", "deal_ref", "seats"]
-    cols += [f"side{q}_{c}" for q in range(sides) for c in SIDE_COLUMNS]
-    return cols + ["went_out_seat", "went_out_side", "decisions", "truncated"]
-
-
 def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, deals: npt.NDArray[np.int64],
               deal_source: Any, seed: int, labels: list[str] | None = None
               ) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
@@ -231,20 +222,6 @@ class HandLog:
             writer.writerows(zip(*(named[c] for c in self.columns), strict=True))
             f.flush()
             os.fsync(f.fileno())
-
-
-def labelled(cols: dict[str, npt.NDArray[Any]], labels: list[str]) -> dict[str, Any]:
-    """Per-hand columns with agents named by ``labels`` (seats joined by ``|``): the form of
-    ``hands.csv`` and of ``TournamentResult.to_pandas``; ``_parse`` reads it back."""
-    out: dict[str, Any] = {}
-    for c, v in cols.items():
-        if c == "seats":
-            out[c] = ["|".join(labels[int(a)] for a in row) for row in v]
-        elif c.endswith("_entrant"):
-            out[c] = [labels[int(a)] for a in v]
-        else:
-            out[c] = v
-    return out
 
 
 def _parse(rows: list[dict[str, str]], labels: list[str]) -> dict[str, npt.NDArray[Any]]:

@@ -203,7 +203,7 @@ class TournamentResult:
         """One row per hand: match, deal (index and reference), seating, seats, per-side outcomes."""
         import pandas as pd
 
-        from train.tournament import hand_columns, labelled
+        from train.hand_table import hand_columns, labelled
 
         return pd.DataFrame(labelled(self.hands, self.labels))[hand_columns(self.config_sides)]
 
