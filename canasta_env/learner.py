@@ -83,6 +83,13 @@ def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:
     return batch_bytes(params, num_envs, 16 * obs_dim(params) + 2 * NUM_ACTIONS + 64)
 
 
+def hand_reward(points: npt.ArrayLike, mode: str, scale: float) -> npt.NDArray[np.float64]:
+    """The reward of hand-score points (a side's margin): ``margin`` mode scales them, ``win_loss``
+    keeps their sign. The one reward transform of every adapter (Gym, vector, SB3, PettingZoo)."""
+    p = np.asarray(points, dtype=np.float64)
+    return np.sign(p) if mode == "win_loss" else p * float(scale)
+
+
 def default_reward_scale(rules: RuleSet) -> float:
     """1/1000 for classic targets, 1/5000 for the 20000-point variants (docs/training.md)."""
     return 1 / 5000 if rules.target_score >= 20000 else 1 / 1000
@@ -323,10 +330,8 @@ class LearnerBatch:
 
     def _learner_reward(self, rows: npt.NDArray[np.int64], points: npt.NDArray[np.float32]
                         ) -> npt.NDArray[np.float64]:
-        mine = points[np.arange(rows.size), self.seat[rows]].astype(np.float64)
-        if self.config.reward_mode == "win_loss":
-            return np.sign(mine)
-        return mine * float(self.config.reward_scale)  # type: ignore[arg-type]
+        mine = points[np.arange(rows.size), self.seat[rows]]
+        return hand_reward(mine, self.config.reward_mode, float(self.config.reward_scale))  # type: ignore[arg-type]
 
     def _potential(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         if not self.config.shaping:

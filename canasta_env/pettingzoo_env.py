@@ -35,7 +35,7 @@ from canasta_env.engine.core import check_action, check_seed
 from canasta_env.engine.layout import EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
-from canasta_env.learner import REWARD_MODES, default_reward_scale
+from canasta_env.learner import REWARD_MODES, default_reward_scale, hand_reward
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
@@ -172,11 +172,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         result = step_one(state, action)
         self.rewards = {a: 0.0 for a in self.agents}
         if result.events[0] & EV_HAND_END:  # a hand was scored
-            points = result.rewards[0]
+            rewards = hand_reward(result.rewards[0], self.reward_mode, self.reward_scale)
             for a in self.agents:
-                p = float(points[self.agent_name_mapping[a]])
-                self.rewards[a] = float(np.sign(p)) if self.reward_mode == "win_loss" else (
-                    p * self.reward_scale)
+                self.rewards[a] = float(rewards[self.agent_name_mapping[a]])
         if result.terminated[0] or result.truncated[0]:
             for a in self.agents:
                 self.terminations[a] = bool(result.terminated[0])
