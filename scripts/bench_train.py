@@ -31,6 +31,7 @@ compile and setup included) and the config fields that matter for speed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -94,7 +95,8 @@ def bench(args: ppo.TrainArgs) -> dict[str, Any]:
     run_callback.RunCallback = TimedRunCallback  # type: ignore[misc]
     try:
         start = time.perf_counter()
-        ppo.train(args)
+        with contextlib.redirect_stdout(sys.stderr):  # the run's own lines; stdout is the JSON
+            ppo.train(args)
         wall = time.perf_counter() - start
     finally:
         run_callback.RunCallback = original  # type: ignore[misc]
@@ -129,7 +131,8 @@ def bench_lean(args: ppo.TrainArgs) -> dict[str, Any]:
     lean_ppo.LeanPPO = Recorded  # type: ignore[misc]
     try:
         start = time.perf_counter()
-        ppo.train(args)
+        with contextlib.redirect_stdout(sys.stderr):  # the run's own lines; stdout is the JSON
+            ppo.train(args)
         wall = time.perf_counter() - start
     finally:
         lean_ppo.LeanPPO = original  # type: ignore[misc]

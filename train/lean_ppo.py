@@ -173,10 +173,6 @@ class LeanPPO:
         self._obs: torch.Tensor | None = None
         self._mask: torch.Tensor | None = None
         self._env_seed = args.seed
-        # ``compile``: the minibatch loss (forward, masking, losses; and by AOTAutograd its backward)
-        # as one torch.compile graph, fusing the elementwise work around the matrix products.
-        self._loss = (torch.compile(self.minibatch_loss, dynamic=False) if args.compile
-                      else self.minibatch_loss)
 
     # ---- environment ---------------------------------------------------------------------------
     def reset_envs(self, seed: int) -> None:
@@ -324,8 +320,8 @@ class LeanPPO:
             order = torch.randperm(n, generator=gen, device=gen.device).to(self.device)
             for first in range(0, n, a.batch_size):
                 idx = order[first:first + a.batch_size]
-                loss, stats = self._loss(obs[idx], masks[idx], actions[idx], old_logp[idx], adv_all[idx],
-                                         ret_all[idx])
+                loss, stats = self.minibatch_loss(obs[idx], masks[idx], actions[idx], old_logp[idx],
+                                                  adv_all[idx], ret_all[idx])
                 self.policy.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, a.max_grad_norm)

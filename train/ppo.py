@@ -74,8 +74,6 @@ class TrainArgs:
     device: str = opt("auto", "auto, cpu or cuda (auto: cuda when torch sees a GPU)")
     precision: str = opt("auto", "algo ppo: fp32, bf16 or auto (bf16 where the CPU or GPU runs it fast)")
     overlap: bool = opt(True, "algo ppo: collect the next rollout while the learner updates")
-    compile: bool = opt(False, "algo ppo: torch.compile the PPO loss (about 30 s of compiling at start; "
-                        "docs/training.md)")
     max_grad_norm: float = opt(0.5, "gradient clipping norm")
     vf_coef: float = opt(0.5, "value loss coefficient")
 

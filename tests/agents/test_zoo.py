@@ -14,8 +14,8 @@ from agents.match import play_match  # noqa: E402
 from agents.zoo import zoo_names, zoo_path  # noqa: E402
 
 
-def test_the_zoo_ships_classic_2p() -> None:
-    assert "zoo:classic_2p" in zoo_names()
+def test_the_zoo_ships_classic_2p_and_4p() -> None:
+    assert {"zoo:classic_2p", "zoo:classic_4p"} <= set(zoo_names())
 
 
 @pytest.mark.parametrize("name", zoo_names())
