@@ -33,7 +33,7 @@ demo: venv
 	$(BIN)/canasta bench
 
 test: venv
-	$(BIN)/python -m pytest --durations=25 -q
+	$(BIN)/python -m pytest -n 2 --durations=25 -q
 
 lint: venv
 	$(BIN)/ruff check $(wildcard canasta_env agents train tests)

@@ -65,8 +65,8 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         return _outside_agent(f"{name} (entry point {plugin})", plugin, rules, kwargs)
     if _IMPORTABLE.fullmatch(name):
         return _outside_agent(name, name, rules, kwargs)
-    raise ValueError(f"unknown agent {shown}; known: {', '.join(_REGISTRY)}, a checkpoint directory, "
-                     f"zoo:NAME, module:attribute or an entry point of {ENTRY_POINT_GROUP}")
+    raise ValueError(f"unknown agent {shown}; known: {', '.join(_REGISTRY)}, a checkpoint, zoo:NAME, "
+                     "module:attribute or an entry point")
 
 
 def _entry_point(name: str) -> str | None:
