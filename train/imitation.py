@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from canasta_env.policy import RowRandom, stream_keys
+from train.lean_ppo import MASKED_LOGIT
 
-MASKED_LOGIT = -1e8
 TEACHER_SALT = 0x7EAC
 
 

@@ -17,27 +17,19 @@ from typing import Any
 
 import numpy as np
 
-MASKED_LOGIT = -1e8
 FORMATS = ("sb3", "onnx")
 
 
-def _load(source: str, rules: Any = None) -> tuple[Any, Any, Any]:
-    """(checkpoint, policy, rules) of a checkpoint or run directory (its latest checkpoint)."""
-    import gymnasium as gym
-
-    from agents.checkpoint import current_layout, load_checkpoint, policy_from_checkpoint
-    from canasta_env.engine import NUM_ACTIONS
-    from canasta_env.engine.layout import pack_params
-    from canasta_env.engine.observation import bounds
+def _load(source: str) -> tuple[Any, Any, Any]:
+    """(checkpoint, policy, rules) of a checkpoint or run directory (its latest checkpoint), for the
+    rules it was trained on."""
+    from agents.checkpoint import load_checkpoint
+    from agents.learned import load_policy_agent
     from canasta_env.rules import RuleSet
 
-    ckpt = load_checkpoint(source, rules=rules, load_optimizer=False)
-    rules = RuleSet.from_dict(ckpt.meta["rules"]) if rules is None else rules
-    ckpt = load_checkpoint(source, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
-    low, high = bounds(pack_params(rules))
-    policy = policy_from_checkpoint(ckpt, gym.spaces.Box(low, high, dtype=np.float32),
-                                    gym.spaces.Discrete(NUM_ACTIONS))
-    return ckpt, policy, rules
+    ckpt = load_checkpoint(source, load_optimizer=False)
+    rules = RuleSet.from_dict(ckpt.meta["rules"])
+    return ckpt, load_policy_agent(source, rules).policy, rules
 
 
 def export_sb3(source: str, out: str | Path) -> Path:
@@ -60,25 +52,22 @@ def export_sb3(source: str, out: str | Path) -> Path:
     return out if out.suffix == ".zip" else out.with_name(out.name + ".zip")
 
 
-class _MaskedLogits:
-    """The torch module the ONNX graph is traced from (built lazily: torch is an extra)."""
+def _masked_logits(policy: Any) -> Any:
+    """The torch module the ONNX graph is traced from (built here: torch is an extra)."""
+    import torch
 
-    @staticmethod
-    def build(policy: Any) -> Any:
-        import torch
+    from train.lean_ppo import MASKED_LOGIT
 
-        class MaskedLogits(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.policy = policy
+    class MaskedLogits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.policy = policy
 
-            def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
-                features = self.policy.extract_features(observation)
-                latent = self.policy.mlp_extractor.forward_actor(features)
-                logits = self.policy.action_net(latent)
-                return logits.masked_fill(~action_mask, MASKED_LOGIT)
+        def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+            latent = self.policy.mlp_extractor.forward_actor(self.policy.extract_features(observation))
+            return self.policy.action_net(latent).masked_fill(~action_mask, MASKED_LOGIT)
 
-        return MaskedLogits().eval()
+    return MaskedLogits().eval()
 
 
 def torch_logits(policy: Any, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -86,7 +75,7 @@ def torch_logits(policy: Any, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     import torch
 
     with torch.no_grad():
-        return _MaskedLogits.build(policy)(torch.as_tensor(obs), torch.as_tensor(mask)).numpy()
+        return _masked_logits(policy)(torch.as_tensor(obs), torch.as_tensor(mask)).numpy()
 
 
 def export_onnx(source: str, out: str | Path) -> Path:
@@ -94,8 +83,8 @@ def export_onnx(source: str, out: str | Path) -> Path:
     a dynamic batch axis."""
     import torch
 
-    _, policy, rules = _load(source)
-    module = _MaskedLogits.build(policy)
+    _, policy, _ = _load(source)
+    module = _masked_logits(policy)
     dim = int(policy.observation_space.shape[0])
     actions = int(policy.action_space.n)
     example = (torch.zeros(2, dim), torch.ones(2, actions, dtype=torch.bool))
