@@ -347,13 +347,14 @@ class LeanPPO:
                 dst.copy_(src)
 
     # ---- the loop ------------------------------------------------------------------------------
-    def learn(self, total_timesteps: int, on_sync: Callable[[LeanPPO], None] | None = None) -> None:
+    def learn(self, total_timesteps: int, on_sync: Callable[[LeanPPO], bool | None] | None = None) -> None:
         """Collect and update until ``num_timesteps`` reaches ``total_timesteps`` (whole rollouts);
-        ``on_sync(self)`` runs after every update while no collection is in flight."""
+        ``on_sync(self)`` runs after every update while no collection is in flight, and returning
+        ``False`` ends training there (a rollout collected meanwhile is dropped)."""
         with bf16_matmuls(self.precision == "bf16" and self.device.type == "cpu"):
             self._learn(total_timesteps, on_sync)
 
-    def _learn(self, total_timesteps: int, on_sync: Callable[[LeanPPO], None] | None) -> None:
+    def _learn(self, total_timesteps: int, on_sync: Callable[[LeanPPO], bool | None] | None) -> None:
         a = self.args
         per_rollout = a.num_envs * a.n_steps
         gen_device = self.device if self.device.type == "cuda" else torch.device("cpu")
@@ -383,8 +384,8 @@ class LeanPPO:
                         collect_s = spare.collect_s
                 self.refresh_actor()
                 self.num_timesteps += per_rollout
-                if on_sync is not None:
-                    on_sync(self)
+                if on_sync is not None and on_sync(self) is False:
+                    break
                 if future is not None:
                     pending = spare
                 elif more:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
+import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.messages import short_repr
+from train.stop_request import StopRequest
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
@@ -238,9 +240,16 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     if ns.resume:  # the stored config is the base; the config file and the flags override it
         stored = Path(args.run_dir) / "config.json"
         args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
-    run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
-                strict_resume=ns.strict_resume)
+    from train.stop_request import catch_stop_signals
+
+    with catch_stop_signals() as stop:
+        run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
+                    strict_resume=ns.strict_resume, stop=stop)
     print(f"run directory: {run}")
+    if stop.requested:
+        print(f"stopped by {stop.signal_name}; continue with: canasta {ns.command} --run-dir {run} --resume",
+              flush=True)
+        return 128 + int(getattr(signal, stop.signal_name))
     return 0
 
 
@@ -264,9 +273,10 @@ def run(ns: argparse.Namespace) -> int:
 
 
 def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, overwrite: bool = False,
-          strict_resume: bool = False) -> Path:
+          strict_resume: bool = False, stop: StopRequest | None = None) -> Path:
     """Run (or continue) a training run; returns the run directory. With ``selfplay`` the
-    opponent is a pool of the learner's latest policy and its past snapshots.
+    opponent is a pool of the learner's latest policy and its past snapshots. When ``stop`` is
+    requested the run ends at the next update boundary with a checkpoint, as at its end.
 
     The run directory is locked for the whole run; a folder that already holds a run needs
     ``resume`` or ``overwrite`` (``train.run_dir``), and nothing is written before those checks.
@@ -324,7 +334,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
 
         started = time.perf_counter()
         steps = trainer(args, rules, run, opponent, pool, resume=resume, strict_resume=strict_resume,
-                        teacher=teacher)
+                        teacher=teacher, stop=stop or StopRequest())
         from train.run_callback import final_summary
 
         print(final_summary(run, steps[1], steps[1] - steps[0], time.perf_counter() - started), flush=True)
@@ -384,7 +394,7 @@ def _logger(run: Path) -> Any:
 
 
 def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                    strict_resume: bool, teacher: Any = None) -> tuple[int, int]:
+                    strict_resume: bool, teacher: Any = None, stop: StopRequest) -> tuple[int, int]:
     """``algo: maskable_ppo``: sb3-contrib's MaskablePPO on ``CanastaVecEnv``; returns the learner
     steps at its start and end."""
     import torch
@@ -419,7 +429,7 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
     if teacher is not None and not restored:
         _imitate(args, rules, run, model.policy, teacher, opponent, pool, model.logger)
     _install_kill_points(model)
-    callback = run_callback.RunCallback(args, rules, run, pool)
+    callback = run_callback.RunCallback(args, rules, run, pool, stop)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
     model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
                 progress_bar=args.progress)
@@ -428,7 +438,7 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
 
 
 def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                strict_resume: bool, teacher: Any = None) -> tuple[int, int]:
+                strict_resume: bool, teacher: Any = None, stop: StopRequest) -> tuple[int, int]:
     """``algo: ppo``: ``train.lean_ppo.LeanPPO``, with the evaluations, checkpoints, snapshots and
     logs of ``train.run_callback`` at its sync points; returns the learner steps at its start and end."""
     import time
@@ -452,7 +462,7 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
     per_rollout = args.num_envs * args.n_steps  # the run ends at the first whole rollout past the total
     bar = _progress_bar(args, model.num_timesteps, -(-args.total_timesteps // per_rollout) * per_rollout)
 
-    def on_sync(m: lean_ppo.LeanPPO) -> None:
+    def on_sync(m: lean_ppo.LeanPPO) -> bool:
         steps = m.num_timesteps
         rate = (steps - start_steps) / (time.perf_counter() - started)
         run_callback.record_episodes(logger, m.margins, rate)
@@ -481,6 +491,7 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
         logger.dump(step=steps)
         if bar is not None:
             bar.update(steps - bar.n)
+        return not stop.requested
 
     try:
         model.learn(args.total_timesteps, on_sync=on_sync)

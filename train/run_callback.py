@@ -20,6 +20,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.checkpoint import kill_point
 from train.ppo import TrainArgs
+from train.stop_request import StopRequest
 
 
 def record_episodes(logger: Any, margins: list[float], steps_per_s: float) -> None:
@@ -171,9 +172,11 @@ class RunCallback(BaseCallback):
     """SB3 hooks of ``algo: maskable_ppo``: logs Canasta statistics, evaluates on fixed deals and
     writes checkpoints (the module's functions)."""
 
-    def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None) -> None:
+    def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None,
+                 stop: StopRequest | None = None) -> None:
         super().__init__()
         self.args, self.rules, self.run, self.pool = args, rules, run, pool
+        self.stop = stop
         self.last_ckpt = self.last_eval = self.last_snapshot = 0
         self.started = time.perf_counter()
         self.start_steps = 0
@@ -199,7 +202,7 @@ class RunCallback(BaseCallback):
         if self.pool is not None and steps - self.last_snapshot >= self.args.snapshot_every:
             self.snapshot()
             self.last_snapshot = steps
-        return True
+        return self.stop is None or not self.stop.requested
 
     def snapshot(self) -> None:
         """Add the current policy to the pool and write the checkpoint it is reloaded from on

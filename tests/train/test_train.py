@@ -138,3 +138,55 @@ def test_league_members_outside_self_play_are_refused(tmp_path: Path) -> None:
     proc = _canasta("train", tmp_path / "run", 512, "--league", "heuristic")
     assert proc.returncode == 2 and "canasta league" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("algo", ["ppo", "maskable_ppo"])
+def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) -> None:
+    """The first SIGINT ends the run at the next update with a checkpoint (none would be due for
+    millions of steps) and exit status 130; the run then resumes from it."""
+    import signal
+
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "train.cli", "train", *TINY, "--run_dir", str(run), "--algo", algo,
+            "--total_timesteps", "100000000", "--checkpoint_every", "100000000"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the first evaluation line: training is under way
+            if line.startswith("eval at"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "stopped by SIGINT; continue with: canasta train" in out
+    assert "Traceback" not in err
+    stopped = latest_checkpoint(run)
+    assert stopped is not None
+    counter = _steps(stopped)
+    assert 1024 <= counter < 100_000_000
+    resumed = _canasta("train", run, counter + 512, "--algo", algo, resume=True)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert f"resuming at {counter:,} steps" in resumed.stdout
+
+
+def test_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
+    import signal
+
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "train.cli", "train", *TINY, "--run_dir", str(run),
+            "--total_timesteps", "100000000", "--eval_every", "100000000"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("canasta: starting run"):
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err
