@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,train]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray]"
 	@touch $(STAMP)
 
 demo: venv

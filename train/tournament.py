@@ -270,7 +270,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         vs: str | None = None, partners: Any = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
         records: bool = False, ladder: str | Path | None = None, progress: bool = False,
-        plots: bool = True) -> Any:
+        plots: bool = True, on_ray: str | None = None) -> Any:
     """Play a tournament and return its ``TournamentResult`` (see the module docstring).
 
     The ``out`` folder is locked for the whole tournament (``train.folder_lock``): a second
@@ -295,6 +295,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
             starts from it and is stored back (once per tournament; created if missing).
         resamples: bootstrap resamples of deals for every interval.
         target_margin: report the deals needed to detect this mean margin per pair.
+        on_ray: play the units as Ray tasks (``train.ray_units``): ``"local"`` starts Ray here,
+            ``"auto"`` or ``"host:port"`` joins a cluster. The results are those of a local run.
     """
     from canasta_env.deal_sets import load_deal_set
     from canasta_env.engine import DealId
@@ -308,6 +310,10 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         from train.tournament_report import read_ladder
 
         read_ladder(Path(ladder))  # a bad ladder is refused now, not after the games
+    if on_ray is not None:  # an unreachable cluster is refused before any work
+        from train.ray_units import connect
+
+        connect(on_ray)
     lock = FolderLock(out, "tournament folder") if out is not None else None
     if lock is not None:
         lock.probe()
@@ -353,13 +359,13 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
     with lock if lock is not None else contextlib.nullcontext():
         return _play(rules, config, plan, agents, all_labels, units, deal_source, refs, seed, records,
-                     out, ladder, progress, plots)
+                     out, ladder, progress, plots, on_ray)
 
 
 def _play(rules: RuleSet, config: TournamentConfig, plan: Plan, agents: list[Any], all_labels: list[str],
           units: list[tuple[int, npt.NDArray[np.int64]]], deal_source: Any, refs: Any, seed: int,
           records: bool, out: str | Path | None, ladder: str | Path | None, progress: bool,
-          plots: bool) -> Any:
+          plots: bool, on_ray: str | None) -> Any:
     """The body of ``run`` once the tournament is laid out (and its folder locked)."""
     from train.tournament_report import summarize
 
@@ -377,14 +383,23 @@ def _play(rules: RuleSet, config: TournamentConfig, plan: Plan, agents: list[Any
     total = sum(d.size for _, d in units) * plan.games_per_deal
     from tqdm import tqdm
 
+    def key(unit: tuple[int, npt.NDArray[np.int64]]) -> tuple[int, int]:
+        return unit[0], int(unit[1][0]) // DEALS_PER_UNIT
+
+    pending = [u for u in units if key(u) not in done]
+    shared = (rules, agents, plan, deal_source, seed, all_labels if records else None)
+    if on_ray is not None:
+        from train.ray_units import play_units
+
+        results = play_units(shared, pending, on_ray)
+    else:
+        results = (play_unit(rules, agents, plan, m, d, *shared[3:]) for m, d in pending)
     with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
         for m, d in units:
-            key = (m, int(d[0]) // DEALS_PER_UNIT)
-            if key in done:
-                pieces.append(_parse(done[key], all_labels))
+            if key((m, d)) in done:
+                pieces.append(_parse(done[key((m, d))], all_labels))
             else:
-                cols, recs = play_unit(rules, agents, plan, m, d, deal_source, seed,
-                                       all_labels if records else None)
+                cols, recs = next(results)
                 if log is not None:
                     if records:
                         log.append_records(recs)

@@ -17,7 +17,7 @@ OPTIONS: dict[str, tuple[Any, type]] = {
     "rules": ("classic_2p", str), "agents": (None, list), "hands": (2000, int), "duplicate": (False, bool),
     "vs": (None, str), "partners": (None, str), "seed": (0, int), "deal_set": (None, str),
     "target_margin": (None, float), "resamples": (2000, int), "out": (None, str), "records": (False, bool),
-    "ladder": (None, str), "no_plots": (False, bool),
+    "ladder": (None, str), "no_plots": (False, bool), "ray": (None, str),
 }
 
 
@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ladder", metavar="FILE",
                         help="OpenSkill ratings kept across tournaments in this JSON file (updated)")
     parser.add_argument("--no-plots", action="store_true", default=None, help="skip the PNG plots")
+    parser.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                        help="play the matches as Ray tasks (the 'ray' extra): alone, on a Ray started "
+                        "here; 'auto' or host:port joins a running cluster. Same results as without")
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
@@ -74,7 +77,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
             values[name] = given
     if not values["agents"]:
         raise ValueError("no entrants: give --agents, or agents: in the --config file")
-    for name in ("rules", "out", "ladder", "deal_set", "vs", "partners"):
+    for name in ("rules", "out", "ladder", "deal_set", "vs", "partners", "ray"):
         if isinstance(values[name], str) and not values[name].strip():  # "" would mean "."
             raise ValueError(f"--{name.replace('_', '-')} must not be empty, got {values[name]!r}")
     for name, (low, high) in RANGES.items():
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                             partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
                             resamples=o["resamples"], target_margin=o["target_margin"],
                             records=o["records"], ladder=o["ladder"], progress=True,
-                            plots=not o["no_plots"])
+                            plots=not o["no_plots"], on_ray=o["ray"])
     result.print_tables()
     if o["out"]:
         print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
