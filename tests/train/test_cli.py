@@ -93,12 +93,13 @@ def test_bench_json_lines() -> None:
 
 def test_bench_decisions_per_hand_does_not_depend_on_batch() -> None:
     # Rows dealt together end their hands in lockstep unless the warm-up desynchronises them; then a
-    # short window at a large batch miscounts hands (25 % off at batch 4096 before the stagger).
+    # short window at a large batch miscounts hands (25 % off at batch 4096 before the stagger). At
+    # batch 1 the window holds only a hundred-odd hands, whose mean length varies by ~5 %.
     proc = _run([*_canasta(), "bench", "--rules", "classic_2p", "--batch", "1", "512",
-                 "--seconds", "0.4", "--json"])
+                 "--seconds", "0.8", "--json"])
     assert proc.returncode == 0, proc.stderr
     single, large = (json.loads(line)["decisions_per_hand"] for line in proc.stdout.splitlines())
-    assert large == pytest.approx(single, rel=0.07)
+    assert large == pytest.approx(single, rel=0.15)
 
 
 def test_bench_table_with_observe() -> None:
