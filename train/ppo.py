@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.messages import short_repr
-from train.stop_request import StopRequest
+from train.stop_request import StopRequest, catch_stop_signals
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
@@ -240,8 +239,6 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     if ns.resume:  # the stored config is the base; the config file and the flags override it
         stored = Path(args.run_dir) / "config.json"
         args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
-    from train.stop_request import catch_stop_signals
-
     with catch_stop_signals() as stop:
         run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
                     strict_resume=ns.strict_resume, stop=stop)
@@ -249,7 +246,7 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     if stop.requested:
         print(f"stopped by {stop.signal_name}; continue with: canasta {ns.command} --run-dir {run} --resume",
               flush=True)
-        return 128 + int(getattr(signal, stop.signal_name))
+        return stop.exit_status
     return 0
 
 

@@ -19,12 +19,20 @@ class StopRequest:
     ``requested`` at each update boundary."""
 
     def __init__(self) -> None:
-        self.requested = False
-        self.signal_name = ""
+        self.signum = 0
 
-    def ask(self, name: str) -> None:
-        self.requested = True
-        self.signal_name = name
+    @property
+    def requested(self) -> bool:
+        return self.signum != 0
+
+    @property
+    def signal_name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else ""
+
+    @property
+    def exit_status(self) -> int:
+        """The shell's status for a process ended by the signal (130 for SIGINT)."""
+        return 128 + self.signum
 
 
 @contextmanager
@@ -40,7 +48,7 @@ def catch_stop_signals(what: str = "training") -> Iterator[StopRequest]:
     def handle(signum: int, frame: FrameType | None) -> None:
         if request.requested:
             raise KeyboardInterrupt
-        request.ask(signal.Signals(signum).name)
+        request.signum = signum
         print(f"canasta: {request.signal_name}: {what} stops after the current update and writes a "
               "checkpoint (send it again to stop at once)", file=sys.stderr, flush=True)
 
