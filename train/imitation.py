@@ -23,9 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from agents.learned import MASKED_LOGIT
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from canasta_env.policy import RowRandom, stream_keys
-from train.lean_ppo import MASKED_LOGIT
 
 TEACHER_SALT = 0x7EAC
 

@@ -56,7 +56,7 @@ def _masked_logits(policy: Any) -> Any:
     """The torch module the ONNX graph is traced from (built here: torch is an extra)."""
     import torch
 
-    from train.lean_ppo import MASKED_LOGIT
+    from agents.learned import MASKED_LOGIT
 
     class MaskedLogits(torch.nn.Module):
         def __init__(self) -> None:

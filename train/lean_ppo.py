@@ -41,11 +41,11 @@ import torch
 import torch.nn.functional as F
 
 from agents.checkpoint import kill_point
+from agents.learned import MASKED_LOGIT
 from canasta_env.gym_env import _spaces
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from train.ppo import TrainArgs
 
-MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategorical uses the same)
 # Log-probabilities are clamped here before ``exp``: torch's CPU ``exp`` takes a slow path on inputs
 # far below fp32's underflow (an illegal action's ~-1e8), measured 40x slower on a (2048, 106) batch;
 # exp(-80) is 2e-35, so the probabilities change by less than that.

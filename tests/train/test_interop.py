@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from agents import make_agent
+from agents.learned import MASKED_LOGIT
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from train import interop
-from train.lean_ppo import MASKED_LOGIT
 
 ZOO = "agents/zoo/classic_2p"
 
