@@ -472,10 +472,11 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
                 logger.record(f"train/{key}", value)
         if pool is not None:
             run_callback.record_league(logger, pool)
-        if steps - last["eval"] >= args.eval_every:
+        evaluated = steps - last["eval"] >= args.eval_every
+        if evaluated:
             run_callback.evaluate(args, rules, m.policy, steps, logger)
             last["eval"] = steps
-        if steps - last["ckpt"] >= args.checkpoint_every:
+        if evaluated or steps - last["ckpt"] >= args.checkpoint_every:  # keep each evaluated policy
             run_callback.save_run_checkpoint(args, rules, run, m.policy, steps, m._n_updates, pool)
             last["ckpt"] = steps
         if pool is not None and steps - last["snapshot"] >= args.snapshot_every:

@@ -86,7 +86,7 @@ def final_summary(run: Path, steps: int, trained: int, seconds: float) -> str:
     best = _best_evaluation(run / EVALUATIONS)
     if best is not None:
         at, score = best
-        kept = [p for p in list_checkpoints(run) if _counter(p) <= at]
+        kept = [p for p in list_checkpoints(run) if _counter(p) == at]
         text += (f"; best evaluation at {at:,} steps (mean win rate {score:.3f})"
                  + (f", checkpoint {kept[-1]}" if kept else ""))
     return text
@@ -193,10 +193,11 @@ class RunCallback(BaseCallback):
             if done and not info.get("illegal_action"):
                 self.margins.append(float(reward))
         steps = self.model.num_timesteps
-        if steps - self.last_eval >= self.args.eval_every:
+        evaluated = steps - self.last_eval >= self.args.eval_every
+        if evaluated:
             self.evaluate()
             self.last_eval = steps
-        if steps - self.last_ckpt >= self.args.checkpoint_every:
+        if evaluated or steps - self.last_ckpt >= self.args.checkpoint_every:  # keep each evaluated policy
             self.checkpoint(self.model)
             self.last_ckpt = steps
         if self.pool is not None and steps - self.last_snapshot >= self.args.snapshot_every:

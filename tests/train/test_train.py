@@ -166,6 +166,11 @@ def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) ->
     assert stopped is not None
     counter = _steps(stopped)
     assert 1024 <= counter < 100_000_000
+    # every evaluated policy is kept as a checkpoint, though none was due (the summary names it)
+    lines = (run / "evaluations.jsonl").read_text().splitlines()
+    evaluated = [json.loads(line)["num_timesteps"] for line in lines]
+    assert evaluated and set(evaluated) <= {_steps(p) for p in list_checkpoints(run)}
+    assert any(f"checkpoint {run / checkpoint_name(at)}" in out for at in evaluated)
     resumed = _canasta("train", run, counter + 512, "--algo", algo, resume=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resuming at {counter:,} steps" in resumed.stdout
