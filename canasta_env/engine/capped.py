@@ -25,7 +25,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, SEVEN, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    CANASTA_SIZE,
+    CARD_VALUES,
+    JOKER,
+    SEVEN,
+    SEVEN_SLOT,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.layout import (
     F_CUR,
     F_TURN_FLAGS,
@@ -57,10 +66,7 @@ from canasta_env.engine.layout import (
 )
 from canasta_env.engine.melds import NEG, go_out_value_needed, minimum_shortfall, owner_of
 
-CAP = 7
-SEVEN_SLOT = SEVEN - 4
-WILD_SLOT = 11
-ALL_KINDS = 15
+ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens canasta closed (R8, P6)
 
 
 @njit(cache=True, inline="always")
@@ -82,22 +88,22 @@ def slot_outcomes(prm, slot, n0, w0, a, b):
         return 1
     if slot == WILD_SLOT:  # wild-only melds: three or more wilds, closed at seven (R2)
         t = w0 + b
-        r = t % CAP
+        r = t % CANASTA_SIZE
         if r == 1 or r == 2:
             return 0
-        return 1 << (1 << K_WILD) if t >= CAP else 1
+        return 1 << (1 << K_WILD) if t >= CANASTA_SIZE else 1
     n, w = n0 + a, w0 + b
     if slot == SEVEN_SLOT and w > 0:  # sevens are never mixed
         return 0
     t = n + w
-    k = t // CAP
-    r = t - k * CAP
+    k = t // CANASTA_SIZE
+    r = t - k * CANASTA_SIZE
     if r == 1 or r == 2:
         return 0
     if slot == SEVEN_SLOT:
         return 1 << (1 << K_SEVENS) if k >= 1 else 1
     out = 0
-    u0 = min(3, CAP - n0)  # wilds the first (existing) meld can hold once closed
+    u0 = min(3, CANASTA_SIZE - n0)  # wilds the first (existing) meld can hold once closed
     for wr in range(4):
         if r == 0 and wr > 0:
             break
@@ -188,9 +194,9 @@ def _meld_all(row, prm, owner, h):
     wilds = h[JOKER] + h[TWO]
     have = owner_kinds(row, prm, owner)
     # necessary conditions first: they settle almost every state without the programme
-    if not (have >> K_WILD) & 1 and row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] + wilds < CAP:
+    if not (have >> K_WILD) & 1 and row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] + wilds < CANASTA_SIZE:
         return False
-    if not (have >> K_SEVENS) & 1 and row[mnat + SEVEN_SLOT] + h[SEVEN] < CAP:
+    if not (have >> K_SEVENS) & 1 and row[mnat + SEVEN_SLOT] + h[SEVEN] < CANASTA_SIZE:
         return False
     nat_ok = (have >> K_NATURAL) & 1
     mix_ok = (have >> K_MIXED) & 1
@@ -200,9 +206,9 @@ def _meld_all(row, prm, owner, h):
         if n0 == 0 and (c == 1 or (c == 2 and wilds == 0)):
             return False
         if s != SEVEN_SLOT:
-            if n0 + c >= CAP:
+            if n0 + c >= CANASTA_SIZE:
                 nat_ok = 1
-            if n0 + row[mjok + s] + row[mtwo + s] + c + wilds >= CAP and n0 + c >= 2:
+            if n0 + row[mjok + s] + row[mtwo + s] + c + wilds >= CANASTA_SIZE and n0 + c >= 2:
                 mix_ok = 1
     if not (nat_ok and mix_ok):
         return False
@@ -229,7 +235,7 @@ def _meld_all(row, prm, owner, h):
         if reach[w] == 0:
             continue
         outs = slot_outcomes(prm, WILD_SLOT, 0, w0, 0, wilds - w)
-        if outs and (_spread(reach[w], outs) >> ALL_KINDS) & 1:
+        if outs and (_spread(reach[w], outs) >> ALL_FOUR_KINDS) & 1:
             return True
     return False
 
@@ -335,7 +341,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
                                     break
                                 if slot_outcomes(prm, s, n0, w0, a, b) == 0:
                                     continue
-                                shut = a + b > 0 and n0 + w0 + a + b >= CAP
+                                shut = a + b > 0 and n0 + w0 + a + b >= CANASTA_SIZE
                                 cc = closed | ((3 if k == SEVEN else 1) if shut else 0)
                                 if v > nxt[w + b, kk, oo, cc]:
                                     nxt[w + b, kk, oo, cc] = v
@@ -357,7 +363,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
                         left = wilds - w - bw
                         kk = kept + left
                         oo = other | (1 if left > 0 else 0)
-                        cc = closed | (1 if (bw > 0 and w0 + bw >= CAP) else 0)
+                        cc = closed | (1 if (bw > 0 and w0 + bw >= CANASTA_SIZE) else 0)
                         ok = kk >= keep and (oo or not need_other or (lift and cc & 2))
                         if not ok and not (foot and cc):
                             continue

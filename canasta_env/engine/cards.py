@@ -21,9 +21,11 @@ KIND_BY_NAME = {name: k for k, name in enumerate(KIND_NAMES)}
 CARD_VALUES = np.array([50, 20, 0, 5, 5, 5, 5, 5, 10, 10, 10, 10, 10, 10, 20], dtype=np.int32)
 
 NUM_RANK_SLOTS = 11  # slots 0..10 hold ranks 4..A: slot = kind - FOUR
+SEVEN_SLOT = SEVEN - FOUR  # the sevens meld (R5, P4)
 WILD_SLOT = 11  # wild-only melds (R2, P2)
 BLACK_THREE_SLOT = 12  # the going-out black-three meld (C11)
 NUM_SLOTS = 13
+CANASTA_SIZE = 7  # cards that make a meld a canasta (C21); the capped variants' meld cap too (R2)
 SLOT_NAMES = KIND_NAMES[FOUR:] + ("W", "B3")
 
 # natural kind held by each slot (-1 for the wild slot)

@@ -18,7 +18,16 @@ import numpy as np
 from numba import njit
 
 from canasta_env.engine import actions as A
-from canasta_env.engine.cards import BLACK_THREE, FOUR, JOKER, RED_THREE, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    BLACK_THREE_SLOT,
+    CANASTA_SIZE,
+    FOUR,
+    JOKER,
+    RED_THREE,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.deal import deck_counts
 from canasta_env.engine.layout import (
     F_ASKER,
@@ -48,9 +57,6 @@ from canasta_env.engine.layout import (
     ST_LIVE,
 )
 from canasta_env.engine.turn import meld_cards
-
-CANASTA = 7  # cards of a closed canasta (R2; score.meld_parts counts 7 per closed canasta)
-WILD_SLOT, BLACK_THREE_SLOT = 11, 12
 
 # what ``find_corrupt`` found wrong: report[0] (names for messages in FIELDS)
 (BAD_PARAMS, BAD_CUR, BAD_PHASE, BAD_DEALER, BAD_ASKER, BAD_STOCK_SIZE, BAD_PILE_SIZE, BAD_STOCK,
@@ -154,7 +160,7 @@ def _count_table(row, prm, counts, report):
             m = o * 13 + s
             counts[JOKER] += mjok[m] + cjok[m]
             counts[TWO] += mtwo[m] + ctwo[m]
-            closed_nat = CANASTA * closed[m] - cjok[m] - ctwo[m]
+            closed_nat = CANASTA_SIZE * closed[m] - cjok[m] - ctwo[m]
             if closed_nat < 0:
                 return _bad(report, BAD_CLOSED_CARDS, o, s, closed_nat, 0, 0)
             if s < WILD_SLOT:
@@ -162,7 +168,7 @@ def _count_table(row, prm, counts, report):
         w, b3 = o * 13 + WILD_SLOT, o * 13 + BLACK_THREE_SLOT
         if mnat[w] != 0:
             return _bad(report, BAD_MNAT, o, WILD_SLOT, mnat[w], 0, 0)
-        wild_nat = CANASTA * closed[w] - cjok[w] - ctwo[w]
+        wild_nat = CANASTA_SIZE * closed[w] - cjok[w] - ctwo[w]
         if wild_nat != 0 or closed[b3] + cjok[b3] + ctwo[b3] != 0:
             return _bad(report, BAD_CLOSED_CARDS, o, WILD_SLOT if wild_nat else BLACK_THREE_SLOT,
                         wild_nat, 0, 0)

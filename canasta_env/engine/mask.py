@@ -10,7 +10,7 @@ from numba import njit
 
 from canasta_env.engine import actions as A
 from canasta_env.engine import capped
-from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, SEVEN, TWO
+from canasta_env.engine.cards import BLACK_THREE, FOUR, JOKER, RED_THREE, SEVEN, TWO, WILD_SLOT
 from canasta_env.engine.layout import (
     F_ASKER,
     F_CUR,
@@ -297,7 +297,7 @@ def _try_meld(row, prm, mask, action, final):
     p = row[F_CUR]
     owner = owner_of(prm, p)
     slot, _, _, _ = meld_cards(action)
-    kind = slot + 4 if slot < 11 else BLACK_THREE
+    kind = slot + FOUR if slot < WILD_SLOT else BLACK_THREE
     hand = prm[O_HANDS] + p * 15
     known = prm[O_KNOWN] + p * 15
     credit = prm[O_CREDIT]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, TWO
+from canasta_env.engine.cards import BLACK_THREE, BLACK_THREE_SLOT, CANASTA_SIZE, CARD_VALUES, JOKER, TWO
 from canasta_env.engine.layout import (
     F_CUR,
     F_MINIMUM,
@@ -49,8 +49,6 @@ from canasta_env.engine.layout import (
 )
 
 NEG = -(1 << 30)
-CANASTA_SIZE = 7
-BLACK_THREE_SLOT = 12
 
 
 @njit(cache=True, inline="always")

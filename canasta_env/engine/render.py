@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from canasta_env.engine.actions import ACTION_NAMES
-from canasta_env.engine.cards import KIND_NAMES, SLOT_NAMES
+from canasta_env.engine.cards import CANASTA_SIZE, KIND_NAMES, SLOT_NAMES, WILD_SLOT
 from canasta_env.engine.core import State
 from canasta_env.engine.layout import (
     F_MINIMUM,
@@ -30,7 +30,7 @@ def _melds(state: State, b: int, side: int) -> str:
             continue
         size = int(nat[s] + jok[s] + two[s])
         tag = ""
-        if size >= 7 and s < 11:
+        if size >= CANASTA_SIZE and s < WILD_SLOT:
             tag = "*natural canasta*" if jok[s] + two[s] == 0 else "*mixed canasta*"
         wild = f"+{int(jok[s])}JK" * bool(jok[s]) + f"+{int(two[s])}x2" * bool(two[s])
         out.append(f"{name}:{int(nat[s])}{wild}{tag}")

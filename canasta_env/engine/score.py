@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE_SLOT,
+    CANASTA_SIZE,
+    CARD_VALUES,
+    FOUR,
+    JOKER,
+    NUM_SLOTS,
+    SLOT_KIND,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.layout import (
     EV_ALL_RED3,
     EV_GAME_END,
@@ -73,18 +83,18 @@ def meld_parts(row, prm, owner):
         kind = max(SLOT_KIND[s], 0)  # the wild slot holds no naturals
         cards += n * CARD_VALUES[kind] + j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
         melds += 1
-        if s < 11 and n + j + t >= 7:
+        if s < WILD_SLOT and n + j + t >= CANASTA_SIZE:
             canastas += 1
             bonus += prm[P_NAT_BONUS] if j + t == 0 else prm[P_MIX_BONUS]
     kinds = prm[O_CKINDS] + owner * 4  # closed canastas under a meld cap (R2, P2)
     closed = row[kinds] + row[kinds + 1] + row[kinds + 2] + row[kinds + 3]
-    for s in range(12):
-        k = row[prm[O_CLOSED] + owner * 13 + s]
+    for s in range(BLACK_THREE_SLOT):
+        k = row[prm[O_CLOSED] + owner * NUM_SLOTS + s]
         if k:
-            j, t = row[prm[O_CJOK] + owner * 13 + s], row[prm[O_CTWO] + owner * 13 + s]
+            j, t = row[prm[O_CJOK] + owner * NUM_SLOTS + s], row[prm[O_CTWO] + owner * NUM_SLOTS + s]
             cards += j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
-            if s < 11:
-                cards += (7 * k - j - t) * CARD_VALUES[s + 4]
+            if s < WILD_SLOT:
+                cards += (CANASTA_SIZE * k - j - t) * CARD_VALUES[s + FOUR]
     bonus += (row[kinds] * prm[P_NAT_BONUS] + row[kinds + 1] * prm[P_MIX_BONUS]
               + row[kinds + 2] * prm[P_WILD_BONUS] + row[kinds + 3] * prm[P_SEVENS_BONUS])
     return cards, bonus, melds + closed, canastas + closed

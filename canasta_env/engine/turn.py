@@ -10,7 +10,19 @@ from numba import njit
 
 from canasta_env.engine import actions as A
 from canasta_env.engine.capped import sevens_blocked
-from canasta_env.engine.cards import BLACK_THREE, CARD_VALUES, JOKER, RED_THREE, SEVEN, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    BLACK_THREE_SLOT,
+    CANASTA_SIZE,
+    CARD_VALUES,
+    FOUR,
+    JOKER,
+    NUM_RANK_SLOTS,
+    RED_THREE,
+    SEVEN,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.deal import deal_next, pop_stock, push_pile, start_turn
 from canasta_env.engine.layout import (
     EV_ALL_KINDS_OUT,
@@ -145,10 +157,10 @@ def go_out(row, prm, rewards, order_buf):
     if not (flags & (TF_MELDED_BEFORE | TF_ADDED_OLD)):
         owner = owner_of(prm, p)
         base = owner * 13
-        for s in range(11):
+        for s in range(NUM_RANK_SLOTS):
             size = (row[prm[O_MNAT] + base + s] + row[prm[O_MJOK] + base + s]
                     + row[prm[O_MTWO] + base + s])
-            if row[prm[O_NEW] + s] and size >= 7:
+            if row[prm[O_NEW] + s] and size >= CANASTA_SIZE:
                 concealed = 1
         if flags & TF_NEW_CANASTA:
             concealed = 1
@@ -244,9 +256,9 @@ def _close_meld(row, prm, owner, slot):
     """Move the seven-card meld of ``slot`` to the owner's closed canastas (R2); returns events."""
     base = owner * 13 + slot
     j, t = row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
-    if slot == 11:
+    if slot == WILD_SLOT:
         kind, events = K_WILD, EV_WILD_CANASTA
-    elif slot + 4 == SEVEN:
+    elif slot + FOUR == SEVEN:
         kind, events = K_SEVENS, EV_SEVENS_CANASTA
     else:
         kind, events = (K_NATURAL if j + t == 0 else K_MIXED), 0
@@ -295,9 +307,9 @@ def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
     row[prm[O_MJOK] + base] += jokers
     row[prm[O_MTWO] + base] += twos
     after = before + naturals + jokers + twos
-    if prm[P_CAP] and slot != 12 and after >= prm[P_CAP]:
+    if prm[P_CAP] and slot != BLACK_THREE_SLOT and after >= prm[P_CAP]:
         return EV_CANASTA | _close_meld(row, prm, owner, slot)
-    return EV_CANASTA if (slot < 11 and before < 7 <= after) else 0
+    return EV_CANASTA if (slot < WILD_SLOT and before < CANASTA_SIZE <= after) else 0
 
 
 @njit(cache=True)
@@ -373,7 +385,7 @@ def place_meld(row, prm, action):
     """Move the cards of a meld action from the mover's hand to the table (no turn end)."""
     p = row[F_CUR]
     slot, naturals, jokers, twos = meld_cards(action)
-    kind = slot + 4 if slot < 11 else BLACK_THREE
+    kind = slot + FOUR if slot < WILD_SLOT else BLACK_THREE
     for _ in range(naturals):
         _use_from_hand(row, prm, p, kind)
     for _ in range(jokers):
