@@ -340,7 +340,7 @@ class State:
         (nothing recomputed) when an edit left a row the kernels cannot run on."""
         _check_state(self, "refresh_mask")
         check_integrity(self, self.all_rows, "refresh_mask")
-        kernels.refresh_masks(self.data, self.legal_action_mask, self.params)
+        kernels.mask_rows(self.data, self.legal_action_mask, self.params, self.all_rows)
 
 
 # ---- input validation ------------------------------------------------------------------------
@@ -642,8 +642,8 @@ def _deal_arrays(state: State, rows: npt.NDArray[np.int64], seeds: npt.NDArray[n
                  ) -> npt.NDArray[np.int32]:
     lo, hi = _split_seeds(seeds)
     events = np.zeros(len(rows), dtype=np.int32)
-    kernels.deal_kernel(state.data, state.legal_action_mask, state.params, rows, lo, hi,
-                        deal_rows, deal_index, events)
+    kernels.deal_kernel(state.data, state.params, rows, lo, hi, deal_rows, deal_index, events)
+    kernels.mask_rows(state.data, state.legal_action_mask, state.params, rows)
     return events
 
 
@@ -763,8 +763,8 @@ def _redeal_unchecked(state: State, idx: npt.NDArray[np.int64], deals: list, fn:
             raise ValueError(f"{fn}: deals[{i}].dealer = {short_repr(dealer)} is out of range "
                              f"[0, {state.num_players})")
         dealers[i] = dealer
-    kernels.explicit_deal_kernel(state.data, state.legal_action_mask, state.params, idx, orders,
-                                 dealers)
+    kernels.explicit_deal_kernel(state.data, state.params, idx, orders, dealers)
+    kernels.mask_rows(state.data, state.legal_action_mask, state.params, idx)
 
 
 def _check_order(order: object, expected: np.ndarray, state: State, fn: str, i: int
@@ -822,9 +822,9 @@ def _reset_rows_unchecked(state: State, rows: npt.NDArray[np.int64]) -> npt.NDAr
         return np.zeros(0, dtype=np.int32)
     d = state.data[rows]
     events = np.zeros(rows.size, dtype=np.int32)
-    kernels.deal_kernel(state.data, state.legal_action_mask, state.params, rows,
-                        d[:, F_SEED_LO].copy(), d[:, F_SEED_HI].copy(), d[:, F_DEAL_ROW].copy(),
-                        d[:, F_DEAL_INDEX] + 1, events)
+    kernels.deal_kernel(state.data, state.params, rows, d[:, F_SEED_LO].copy(), d[:, F_SEED_HI].copy(),
+                        d[:, F_DEAL_ROW].copy(), d[:, F_DEAL_INDEX] + 1, events)
+    kernels.mask_rows(state.data, state.legal_action_mask, state.params, rows)
     return events
 
 

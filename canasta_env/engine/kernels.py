@@ -78,32 +78,33 @@ def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
 
 
 @njit(cache=True, nogil=True)
-def deal_kernel(data, masks, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events):
-    """Start a new game on each listed row from its DealId ``(seed, deal_row, deal_index)``."""
-    order_buf, scratch = _buffers(prm)
+def deal_kernel(data, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events):
+    """Start a new game on each listed row from its DealId ``(seed, deal_row, deal_index)``; the
+    caller then refreshes those rows' masks with ``mask_rows``."""
+    order_buf, _ = _buffers(prm)
     for i in range(rows.shape[0]):
         row = data[rows[i]]
         row[F_SEED_LO], row[F_SEED_HI] = seed_lo[i], seed_hi[i]
         row[F_DEAL_ROW], row[F_DEAL_INDEX] = deal_rows[i], deal_index[i]
         events[i] = deal_next(row, prm, order_buf, True)
-        fill_mask(row, prm, masks[rows[i]], scratch)
 
 
 @njit(cache=True, nogil=True)
-def explicit_deal_kernel(data, masks, prm, rows, orders, dealers):
-    """Start a new game on each listed row from an explicit deck order and dealer."""
-    _, scratch = _buffers(prm)
+def explicit_deal_kernel(data, prm, rows, orders, dealers):
+    """Start a new game on each listed row from an explicit deck order and dealer; the caller then
+    refreshes those rows' masks with ``mask_rows``."""
     for i in range(rows.shape[0]):
         row = data[rows[i]]
         row[prm[O_SCORE]: prm[O_CREDIT]] = 0
         deal_from_order(row, prm, orders[i], dealers[i])
         row[F_HAND_NO] = 0
-        fill_mask(row, prm, masks[rows[i]], scratch)
 
 
 @njit(cache=True, nogil=True)
-def refresh_masks(data, masks, prm):
-    """Recompute every row's mask (after a state was edited from Python, e.g. by a scenario)."""
+def mask_rows(data, masks, prm, rows):
+    """Recompute the masks of the listed rows (after a deal, or after a state was edited from
+    Python, e.g. by a scenario). The only entry kernel besides ``step_kernel`` that links the
+    legality solver: each one that does re-optimises all of it when compiled."""
     _, scratch = _buffers(prm)
-    for b in range(data.shape[0]):
-        fill_mask(data[b], prm, masks[b], scratch)
+    for i in range(rows.shape[0]):
+        fill_mask(data[rows[i]], prm, masks[rows[i]], scratch)
