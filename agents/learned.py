@@ -10,6 +10,14 @@ import numpy.typing as npt
 MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategorical uses the same)
 
 
+def masked_logits(policy: Any, observations: Any, legal: Any) -> Any:
+    """fp32 action logits of a ``MaskableActorCriticPolicy``'s actor head (features, actor MLP,
+    action layer; SB3's distribution objects skipped), illegal actions at ``MASKED_LOGIT``. Torch
+    tensors in and out: the one forward that acting, collection and the ONNX export share."""
+    latent = policy.mlp_extractor.forward_actor(policy.extract_features(observations))
+    return policy.action_net(latent).float().masked_fill(~legal, MASKED_LOGIT)
+
+
 class PolicyAgent:
     """Acts with a ``MaskableActorCriticPolicy``: the most probable legal action
     (``deterministic=True``) or a sample drawn with one uniform per row from ``rng``."""
@@ -27,12 +35,11 @@ class PolicyAgent:
         import torch
 
         mask = np.asarray(legal_action_mask, dtype=bool)
-        p = self.policy
-        with torch.inference_mode():  # the actor head alone (SB3's distribution objects cost 4x)
-            obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=p.device)
-            logits = p.action_net(p.mlp_extractor.forward_actor(p.extract_features(obs)))
-            legal = torch.as_tensor(mask, device=p.device)
-            probs = torch.softmax(logits.float().masked_fill(~legal, MASKED_LOGIT), dim=1).cpu().numpy()
+        device = self.policy.device
+        with torch.inference_mode():  # (SB3's distribution objects cost 4x the forward itself)
+            obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=device)
+            logits = masked_logits(self.policy, obs, torch.as_tensor(mask, device=device))
+            probs = torch.softmax(logits, dim=1).cpu().numpy()
         return np.where(mask, probs, 0.0)
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

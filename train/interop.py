@@ -56,7 +56,7 @@ def _masked_logits(policy: Any) -> Any:
     """The torch module the ONNX graph is traced from (built here: torch is an extra)."""
     import torch
 
-    from agents.learned import MASKED_LOGIT
+    from agents.learned import masked_logits
 
     class MaskedLogits(torch.nn.Module):
         def __init__(self) -> None:
@@ -64,8 +64,7 @@ def _masked_logits(policy: Any) -> Any:
             self.policy = policy
 
         def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
-            latent = self.policy.mlp_extractor.forward_actor(self.policy.extract_features(observation))
-            return self.policy.action_net(latent).masked_fill(~action_mask, MASKED_LOGIT)
+            return masked_logits(self.policy, observation, action_mask)
 
     return MaskedLogits().eval()
 

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.checkpoint import kill_point
-from agents.learned import MASKED_LOGIT
+from agents.learned import MASKED_LOGIT, masked_logits
 from canasta_env.gym_env import _spaces
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from train.ppo import TrainArgs
@@ -212,9 +212,8 @@ class LeanPPO:
             buf.obs[t].copy_(obs)
             buf.masks[t].copy_(mask)
             with torch.inference_mode(), self._autocast():
-                latent = self.actor.mlp_extractor.forward_actor(self.actor.extract_features(obs))
-                logits = self.actor.action_net(latent)
-            logp_all = torch.log_softmax(logits.float().masked_fill(~mask, MASKED_LOGIT), dim=1)
+                logits = masked_logits(self.actor, obs, mask)
+            logp_all = torch.log_softmax(logits, dim=1)
             actions = torch.multinomial(probabilities(logp_all), 1, generator=gen).squeeze(1)
             buf.actions[t] = actions
             buf.logp[t] = logp_all.gather(1, actions[:, None]).squeeze(1)

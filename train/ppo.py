@@ -472,18 +472,7 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
                 logger.record(f"train/{key}", value)
         if pool is not None:
             run_callback.record_league(logger, pool)
-        evaluated = steps - last["eval"] >= args.eval_every
-        if evaluated:
-            run_callback.evaluate(args, rules, m.policy, steps, logger)
-            last["eval"] = steps
-        if evaluated or steps - last["ckpt"] >= args.checkpoint_every:  # keep each evaluated policy
-            run_callback.save_run_checkpoint(args, rules, run, m.policy, steps, m._n_updates, pool)
-            last["ckpt"] = steps
-        if pool is not None and steps - last["snapshot"] >= args.snapshot_every:
-            run_callback.snapshot(pool, m.policy, steps)
-            run_callback.save_run_checkpoint(args, rules, run, m.policy, steps, m._n_updates, pool)
-            logger.record("selfplay/pool_size", len(pool.past))
-            last["snapshot"] = steps
+        run_callback.sync_point(args, rules, run, m.policy, steps, m._n_updates, pool, logger, last)
         logger.record("time/total_timesteps", steps)
         logger.record("time/fps", int((steps - start_steps) / max(time.perf_counter() - started, 1e-9)))
         logger.dump(step=steps)

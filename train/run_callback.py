@@ -1,8 +1,8 @@
 """What both trainers of ``canasta train``/``selfplay`` do besides learning: Canasta statistics in
 the logs, evaluations on fixed deals, checkpoints and self-play snapshots. One home for each as a
-function (``record_episodes``, ``evaluate``, ``save_run_checkpoint``, ``snapshot``), called by the
-lean trainer (``train.lean_ppo``) at its sync points and by ``RunCallback`` on SB3's hooks
-(``algo: maskable_ppo``).
+function (``record_episodes``, ``evaluate``, ``save_run_checkpoint``, ``snapshot``), scheduled by
+``sync_point``, which the lean trainer (``train.lean_ppo``) calls after each update and
+``RunCallback`` on SB3's hooks (``algo: maskable_ppo``).
 
 Its own module so that ``train.ppo`` (the options and the command) imports without torch or SB3.
 """
@@ -168,23 +168,42 @@ def snapshot(pool: Any, policy: Any, num_timesteps: int) -> None:
     pool.add(PolicyAgent(frozen, deterministic=False), checkpoint_name(num_timesteps))
 
 
+def sync_point(args: TrainArgs, rules: Any, run: Path, policy: Any, steps: int, n_updates: int, pool: Any,
+               logger: Any, last: dict[str, int]) -> None:
+    """The evaluation, checkpoint and snapshot due at ``steps``, for both trainers; ``last`` holds
+    the steps at which each last ran and is updated. Every evaluated policy is also checkpointed,
+    so the best evaluation names its own checkpoint."""
+    evaluated = steps - last["eval"] >= args.eval_every
+    if evaluated:
+        evaluate(args, rules, policy, steps, logger)
+        last["eval"] = steps
+    if evaluated or steps - last["ckpt"] >= args.checkpoint_every:
+        save_run_checkpoint(args, rules, run, policy, steps, n_updates, pool)
+        last["ckpt"] = steps
+    if pool is not None and steps - last["snapshot"] >= args.snapshot_every:
+        snapshot(pool, policy, steps)  # then the checkpoint it is reloaded from, listing itself
+        save_run_checkpoint(args, rules, run, policy, steps, n_updates, pool)
+        logger.record("selfplay/pool_size", len(pool.past))
+        last["snapshot"] = steps
+
+
 class RunCallback(BaseCallback):
-    """SB3 hooks of ``algo: maskable_ppo``: logs Canasta statistics, evaluates on fixed deals and
-    writes checkpoints (the module's functions)."""
+    """SB3 hooks of ``algo: maskable_ppo``: logs Canasta statistics and runs ``sync_point`` after
+    every env step."""
 
     def __init__(self, args: TrainArgs, rules: Any, run: Path, pool: Any = None,
                  stop: StopRequest | None = None) -> None:
         super().__init__()
         self.args, self.rules, self.run, self.pool = args, rules, run, pool
         self.stop = stop
-        self.last_ckpt = self.last_eval = self.last_snapshot = 0
+        self.last = dict.fromkeys(("eval", "ckpt", "snapshot"), 0)
         self.started = time.perf_counter()
         self.start_steps = 0
         self.margins: list[float] = []
 
     def _on_training_start(self) -> None:
         self.start_steps = self.model.num_timesteps
-        self.last_ckpt = self.last_eval = self.last_snapshot = self.model.num_timesteps
+        self.last = dict.fromkeys(self.last, self.model.num_timesteps)
 
     def _on_step(self) -> bool:
         kill_point("rollout")
@@ -192,35 +211,15 @@ class RunCallback(BaseCallback):
                                       self.locals["rewards"], strict=True):
             if done and not info.get("illegal_action"):
                 self.margins.append(float(reward))
-        steps = self.model.num_timesteps
-        evaluated = steps - self.last_eval >= self.args.eval_every
-        if evaluated:
-            self.evaluate()
-            self.last_eval = steps
-        if evaluated or steps - self.last_ckpt >= self.args.checkpoint_every:  # keep each evaluated policy
-            self.checkpoint(self.model)
-            self.last_ckpt = steps
-        if self.pool is not None and steps - self.last_snapshot >= self.args.snapshot_every:
-            self.snapshot()
-            self.last_snapshot = steps
+        sync_point(self.args, self.rules, self.run, self.model.policy, self.model.num_timesteps,
+                   getattr(self.model, "_n_updates", 0), self.pool, self.logger, self.last)
         return self.stop is None or not self.stop.requested
-
-    def snapshot(self) -> None:
-        """Add the current policy to the pool and write the checkpoint it is reloaded from on
-        resume (that checkpoint lists the pool with itself in it)."""
-        snapshot(self.pool, self.model.policy, self.model.num_timesteps)
-        self.checkpoint(self.model)
-        self.logger.record("selfplay/pool_size", len(self.pool.past))
 
     def _on_rollout_end(self) -> None:
         secs = time.perf_counter() - self.started
         record_episodes(self.logger, self.margins, (self.model.num_timesteps - self.start_steps) / secs)
         if self.pool is not None:
             record_league(self.logger, self.pool)
-
-    def evaluate(self) -> dict[str, dict[str, float]]:
-        """Deterministic policy against each evaluation opponent on the fixed deal set."""
-        return evaluate(self.args, self.rules, self.model.policy, self.model.num_timesteps, self.logger)
 
     def checkpoint(self, model: Any) -> Path:
         return save_run_checkpoint(self.args, self.rules, self.run, model.policy, model.num_timesteps,
