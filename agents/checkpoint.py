@@ -900,6 +900,12 @@ def _policy_shapes(desc: dict[str, Any], net_arch: Any) -> dict[str, tuple[int, 
     return out
 
 
+def weights_fit(ckpt: Checkpoint, net_arch: Any) -> bool:
+    """Whether ``ckpt``'s weights fit the network that ``net_arch`` builds for its spaces."""
+    have = {k: tuple(getattr(v, "shape", ())) for k, v in ckpt.policy_state.items()}
+    return have == _policy_shapes(ckpt.meta["policy"], net_arch)
+
+
 def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:
     """Refuse weights whose shapes differ from the network meta.json describes, before building
     it: what gets allocated is then no larger than the verified policy.safetensors."""

@@ -9,13 +9,17 @@ the noise of an untrained critic (which would wreck the cloned policy in its fir
 
 The teacher plays every learner decision of ``steps`` decisions (``LearnerBatch``, the same envs,
 rewards and forced-move skipping PPO trains on), seeded from the run seed, so a run is
-reproducible. Returns are discounted with the run's ``gamma`` inside each finished episode; the
-tail of an episode unfinished when collection stops is dropped.
+reproducible; a slow teacher (``search``) can play in several processes. Returns are discounted
+with the run's ``gamma`` inside each finished episode; the tail of an episode unfinished when
+collection stops is dropped.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,7 @@ import torch.nn.functional as F
 from agents.learned import MASKED_LOGIT
 from canasta_env.learner import LearnerBatch, LearnerConfig
 from canasta_env.policy import RowRandom, stream_keys
+from train.stop_request import StoppedBeforeCheckpoint
 
 TEACHER_SALT = 0x7EAC
 
@@ -44,19 +49,49 @@ class Demonstrations:
 
 
 def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, seed: int,
-            gamma: float) -> Demonstrations:
+            gamma: float, *, workers: int = 1, should_stop: Callable[[], bool] | None = None
+            ) -> Demonstrations:
     """About ``steps`` teacher decisions (whole rounds of ``num_envs``) in ``num_envs`` envs
-    against ``opponent``, keeping the decisions of the episodes that finished."""
-    batch = LearnerBatch(LearnerConfig(rules=rules, opponent=opponent), num_envs, "imitate")
-    batch.reset(np.uint64(seed) + np.arange(num_envs, dtype=np.uint64))
+    against ``opponent``, keeping the decisions of the episodes that finished.
+
+    With ``workers > 1`` the envs are shared out among that many processes (``teacher`` and
+    ``opponent`` are then agent names, made again in each). Every env is seeded from ``seed`` and
+    its index alone and agents act on each row independently, so the decisions are the same,
+    in the same order, whatever ``workers`` is. ``should_stop()`` is polled between rounds (or
+    while the workers play); when it returns true, ``StoppedBeforeCheckpoint`` is raised."""
     rounds = max(1, -(-steps // num_envs))
-    rng = RowRandom(stream_keys(np.uint64(seed) + np.arange(num_envs, dtype=np.uint64),
-                                np.zeros(num_envs, dtype=np.uint64), TEACHER_SALT))
+    seeds = np.uint64(seed) + np.arange(num_envs, dtype=np.uint64)
+    if workers <= 1 or num_envs < 2:
+        parts = [play(rules, teacher, opponent, seeds, rounds, gamma, should_stop)]
+    else:
+        parts = _play_in_processes(rules, teacher, opponent, seeds, rounds, gamma, workers, should_stop)
+    obs, masks, actions, returns, keep = (np.concatenate(a, axis=1) for a in zip(*parts, strict=True))
+    flat = keep.reshape(-1)
+    return Demonstrations(torch.from_numpy(obs.reshape(-1, obs.shape[-1])[flat]),
+                          torch.from_numpy(masks.reshape(-1, masks.shape[-1])[flat]),
+                          torch.from_numpy(actions.reshape(-1)[flat]),
+                          torch.from_numpy(returns.reshape(-1)[flat]))
+
+
+def play(rules: Any, teacher: Any, opponent: Any, seeds: np.ndarray, rounds: int, gamma: float,
+         should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, ...]:
+    """``rounds`` teacher decisions in each env of ``seeds``: observations, masks, actions and
+    discounted returns as (rounds, envs, ...) arrays, and where they belong to a finished episode."""
+    from agents import make_agent
+
+    teacher = make_agent(teacher, rules) if isinstance(teacher, str) else teacher
+    opponent = make_agent(opponent, rules) if isinstance(opponent, str) else opponent
+    envs = len(seeds)
+    batch = LearnerBatch(LearnerConfig(rules=rules, opponent=opponent), envs, "imitate")
+    batch.reset(seeds)
+    rng = RowRandom(stream_keys(seeds, np.zeros(envs, dtype=np.uint64), TEACHER_SALT))
     obs_list, mask_list, act_list = [], [], []
-    rewards = np.zeros((rounds, num_envs), dtype=np.float32)
-    dones = np.zeros((rounds, num_envs), dtype=bool)
+    rewards = np.zeros((rounds, envs), dtype=np.float32)
+    dones = np.zeros((rounds, envs), dtype=bool)
     o = batch.observations()
     for t in range(rounds):
+        if should_stop is not None and should_stop():
+            raise StoppedBeforeCheckpoint
         mask = batch.action_masks()
         actions = np.asarray(teacher.act(o, mask, rng), dtype=np.int64)
         obs_list.append(o)
@@ -71,24 +106,46 @@ def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, 
             o = batch.observations()
         else:
             o = out.obs
-    obs = np.stack(obs_list)
     returns = np.zeros_like(rewards)
-    finished = np.zeros(num_envs, dtype=bool)  # whether the episode in flight at t ends in the data
-    acc = np.zeros(num_envs, dtype=np.float32)
-    keep = np.zeros((rounds, num_envs), dtype=bool)
+    finished = np.zeros(envs, dtype=bool)  # whether the episode in flight at t ends in the data
+    acc = np.zeros(envs, dtype=np.float32)
+    keep = np.zeros((rounds, envs), dtype=bool)
     for t in reversed(range(rounds)):
         finished |= dones[t]
         acc = rewards[t] + gamma * acc * ~dones[t]
         returns[t], keep[t] = acc, finished
-    flat = keep.reshape(-1)
-    return Demonstrations(torch.from_numpy(obs.reshape(-1, obs.shape[-1])[flat]),
-                          torch.from_numpy(np.stack(mask_list).reshape(-1, mask.shape[-1])[flat]),
-                          torch.from_numpy(np.stack(act_list).reshape(-1)[flat]),
-                          torch.from_numpy(returns.reshape(-1)[flat]))
+    return np.stack(obs_list), np.stack(mask_list), np.stack(act_list), returns, keep
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
+
+
+def _play_in_processes(rules: Any, teacher: Any, opponent: Any, seeds: np.ndarray, rounds: int,
+                       gamma: float, workers: int, should_stop: Callable[[], bool] | None
+                       ) -> list[tuple[np.ndarray, ...]]:
+    for what, agent in (("teacher", teacher), ("opponent", opponent)):
+        if not isinstance(agent, str):
+            raise ValueError(f"imitate_workers > 1 needs the {what} by name, not a {type(agent).__name__}")
+    chunks = [c for c in np.array_split(seeds, workers) if c.size]
+    pool = multiprocessing.get_context("spawn").Pool(len(chunks), initializer=_ignore_interrupts)
+    try:
+        pending = [pool.apply_async(play, (rules, teacher, opponent, c, rounds, gamma)) for c in chunks]
+        while not all(p.ready() for p in pending):
+            if should_stop is not None and should_stop():
+                raise StoppedBeforeCheckpoint
+            pending[0].wait(0.2)
+        parts = [p.get() for p in pending]  # re-raises a worker's exception
+        pool.close()
+        return parts
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 def clone(policy: Any, demos: Demonstrations, *, epochs: int, batch_size: int, seed: int,
-          vf_coef: float = 0.5, log: Any = None) -> dict[str, float]:
+          vf_coef: float = 0.5, log: Any = None, should_stop: Callable[[], bool] | None = None
+          ) -> dict[str, float]:
     """Fit ``policy`` (a ``MaskableActorCriticPolicy``) to ``demos``: cross-entropy of the masked
     logits against the teacher's actions plus ``vf_coef`` times the value MSE, with the policy's
     own Adam. Returns the last epoch's loss, accuracy (argmax = teacher) and value loss."""
@@ -98,6 +155,8 @@ def clone(policy: Any, demos: Demonstrations, *, epochs: int, batch_size: int, s
     policy.set_training_mode(True)
     stats: dict[str, float] = {}
     for epoch in range(epochs):
+        if should_stop is not None and should_stop():
+            raise StoppedBeforeCheckpoint
         start = time.perf_counter()
         order = torch.randperm(n, generator=gen)
         sums = torch.zeros(3)

@@ -21,7 +21,7 @@ import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.messages import short_repr
-from train.stop_request import StopRequest, catch_stop_signals
+from train.stop_request import StoppedBeforeCheckpoint, StopRequest, catch_stop_signals
 
 
 def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
@@ -71,6 +71,12 @@ class TrainArgs:
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
     imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
     imitate_epochs: int = opt(10, "with imitate: passes over them")
+    imitate_opponent: str | None = opt(None, "with imitate: the agent the teacher plays against "
+                                       "(default: the run's opponent; under selfplay/league the teacher)")
+    imitate_workers: int = opt(1, "with imitate: processes playing the teacher's games (the same "
+                               "decisions whatever the number)")
+    init_from: str | None = opt(None, "a checkpoint, run directory or zoo:NAME whose policy weights start "
+                                "the run (not its optimizer or counters)")
     algo: str = opt("ppo", "ppo (the lean trainer) or maskable_ppo (sb3-contrib); docs/training.md")
     device: str = opt("auto", "auto, cpu or cuda (auto: cuda when torch sees a GPU)")
     precision: str = opt("auto", "algo ppo: fp32, bf16 or auto (bf16 where the CPU or GPU runs it fast)")
@@ -124,7 +130,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
-    "imitate_epochs": (1, 10_000),
+    "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -240,8 +246,13 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
         stored = Path(args.run_dir) / "config.json"
         args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
     with catch_stop_signals() as stop:
-        run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
-                    strict_resume=ns.strict_resume, stop=stop)
+        try:
+            run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
+                        strict_resume=ns.strict_resume, stop=stop)
+        except StoppedBeforeCheckpoint:
+            print(f"stopped by {stop.signal_name} during behaviour cloning, before the first checkpoint; "
+                  f"start again with: canasta {ns.command} --run-dir {args.run_dir} --resume", flush=True)
+            return stop.exit_status
     print(f"run directory: {run}")
     if stop.requested:
         print(f"stopped by {stop.signal_name}; continue with: canasta {ns.command} --run-dir {run} --resume",
@@ -305,6 +316,9 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
         league = {name: make_agent(name, rules) for name in args.league}
         teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
+        if args.imitate_opponent is not None:
+            make_agent(args.imitate_opponent, rules)
+        init = _load_init(args, rules)
         if args.eval_deal_set is not None:
             from canasta_env.deal_sets import load_deal_set
 
@@ -331,7 +345,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
 
         started = time.perf_counter()
         steps = trainer(args, rules, run, opponent, pool, resume=resume, strict_resume=strict_resume,
-                        teacher=teacher, stop=stop or StopRequest())
+                        teacher=teacher, init=init, stop=stop or StopRequest())
         from train.run_callback import final_summary
 
         print(final_summary(run, steps[1], steps[1] - steps[0], time.perf_counter() - started), flush=True)
@@ -339,18 +353,34 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
 
 
 def _imitate(args: TrainArgs, rules: Any, run: Path, policy: Any, teacher: Any, opponent: Any,
-             pool: Any, logger: Any, bf16: bool = False) -> None:
+             pool: Any, logger: Any, stop: StopRequest, bf16: bool = False) -> None:
     """Clone ``teacher`` into ``policy`` (``train.imitation``) and checkpoint the clone at step 0,
-    so that a resume continues from it instead of cloning again. Under self-play the teacher plays
-    the other side too (the pool's latest policy is still untrained)."""
+    so that a resume continues from it instead of cloning again. The teacher plays against
+    ``imitate_opponent`` if set, else the run's opponent, or under self-play itself (the pool's
+    latest policy is still untrained). A stop request ends the run before anything is kept."""
     import time
 
+    from agents import make_agent
     from train import imitation, lean_ppo, run_callback
 
     started = time.perf_counter()
-    against = teacher if pool is not None else opponent
+    if args.imitate_workers > 1:  # the workers make the agents again, by name
+        assert args.imitate is not None
+        teacher, against = args.imitate, args.imitate_opponent or (args.imitate if pool is not None
+                                                                   else args.opponent)
+    elif args.imitate_opponent is not None:
+        against = make_agent(args.imitate_opponent, rules)
+    else:
+        against = teacher if pool is not None else opponent
+
+    def should_stop() -> bool:
+        return stop.requested
+
+    where = f" in {args.imitate_workers} processes" if args.imitate_workers > 1 else ""
+    print(f"imitate {args.imitate}: playing {args.imitate_steps:,} of its decisions{where}", flush=True)
+
     demos = imitation.collect(rules, teacher, against, args.num_envs, args.imitate_steps, args.seed,
-                              args.gamma)
+                              args.gamma, workers=args.imitate_workers, should_stop=should_stop)
     print(f"imitate {args.imitate}: {len(demos):,} decisions collected in "
           f"{time.perf_counter() - started:.0f} s", flush=True)
 
@@ -364,8 +394,33 @@ def _imitate(args: TrainArgs, rules: Any, run: Path, policy: Any, teacher: Any, 
 
     with lean_ppo.bf16_matmuls(bf16):
         imitation.clone(policy, demos, epochs=args.imitate_epochs, batch_size=args.batch_size,
-                        seed=args.seed, vf_coef=args.vf_coef, log=log)
+                        seed=args.seed, vf_coef=args.vf_coef, log=log, should_stop=should_stop)
     run_callback.save_run_checkpoint(args, rules, run, policy, 0, 0, pool)
+
+
+def _load_init(args: TrainArgs, rules: Any) -> Any:
+    """The checkpoint ``init_from`` names, verified for these rules, this layout and ``net_arch``
+    (before the run writes anything), or None."""
+    if args.init_from is None:
+        return None
+    from agents.checkpoint import current_layout, load_checkpoint, weights_fit
+    from agents.zoo import PREFIX, zoo_path
+
+    path = zoo_path(args.init_from) if args.init_from.startswith(PREFIX) else Path(args.init_from)
+    if not path.exists():
+        raise ValueError(f"training option init_from = {short_repr(args.init_from)}: no such checkpoint "
+                         "or run directory")
+    ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
+    if "policy" not in ckpt.meta or not weights_fit(ckpt, list(args.net_arch)):
+        raise ValueError(f"training option init_from = {short_repr(args.init_from)}: its network does not "
+                         f"fit net_arch {args.net_arch} ({ckpt.path / 'meta.json'} describes it)")
+    return ckpt
+
+
+def _start_from(policy: Any, init: Any) -> None:
+    """Load ``init``'s policy weights into a new run's ``policy``."""
+    policy.load_state_dict(init.policy_state)
+    print(f"canasta: starting from the weights of {init.path}", flush=True)
 
 
 def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
@@ -391,7 +446,8 @@ def _logger(run: Path) -> Any:
 
 
 def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                    strict_resume: bool, teacher: Any = None, stop: StopRequest) -> tuple[int, int]:
+                    strict_resume: bool, teacher: Any = None, init: Any = None, stop: StopRequest
+                    ) -> tuple[int, int]:
     """``algo: maskable_ppo``: sb3-contrib's MaskablePPO on ``CanastaVecEnv``; returns the learner
     steps at its start and end."""
     import torch
@@ -423,8 +479,10 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
     model.set_logger(_logger(run))
     run_callback.announce(args, run, model.num_timesteps)
     start_steps = model.num_timesteps
+    if init is not None and not restored:
+        _start_from(model.policy, init)
     if teacher is not None and not restored:
-        _imitate(args, rules, run, model.policy, teacher, opponent, pool, model.logger)
+        _imitate(args, rules, run, model.policy, teacher, opponent, pool, model.logger, stop)
     _install_kill_points(model)
     callback = run_callback.RunCallback(args, rules, run, pool, stop)
     remaining = max(0, args.total_timesteps - model.num_timesteps)
@@ -435,7 +493,8 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
 
 
 def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any, *, resume: bool,
-                strict_resume: bool, teacher: Any = None, stop: StopRequest) -> tuple[int, int]:
+                strict_resume: bool, teacher: Any = None, init: Any = None, stop: StopRequest
+                ) -> tuple[int, int]:
     """``algo: ppo``: ``train.lean_ppo.LeanPPO``, with the evaluations, checkpoints, snapshots and
     logs of ``train.run_callback`` at its sync points; returns the learner steps at its start and end."""
     import time
@@ -451,8 +510,10 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
         model.reset_envs(args.seed + model.num_timesteps)
     logger = _logger(run)
     run_callback.announce(args, run, model.num_timesteps)
+    if init is not None and not restored:
+        _start_from(model.policy, init)
     if teacher is not None and not restored:
-        _imitate(args, rules, run, model.policy, teacher, opponent, pool, logger,
+        _imitate(args, rules, run, model.policy, teacher, opponent, pool, logger, stop,
                  bf16=model.precision == "bf16" and model.device.type == "cpu")
     start_steps, started = model.num_timesteps, time.perf_counter()
     last = dict.fromkeys(("eval", "ckpt", "snapshot"), model.num_timesteps)

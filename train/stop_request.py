@@ -35,6 +35,11 @@ class StopRequest:
         return 128 + self.signum
 
 
+class StoppedBeforeCheckpoint(Exception):
+    """A stop was requested before the run's first checkpoint (during behaviour cloning): there is
+    nothing to keep, and a resume starts that phase again."""
+
+
 @contextmanager
 def catch_stop_signals(what: str = "training") -> Iterator[StopRequest]:
     """Within the block, the first SIGINT/SIGTERM sets the returned request (with a one-line notice

@@ -4,6 +4,7 @@ choices with the returns its episodes earned, and cloning makes the policy choos
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from agents import make_agent
@@ -11,6 +12,7 @@ from agents.learned import PolicyAgent
 from canasta_env.rules import load_rules
 from train import imitation, lean_ppo
 from train.ppo import TrainArgs
+from train.stop_request import StoppedBeforeCheckpoint
 
 
 def test_demonstrations_hold_the_teachers_legal_choices_and_discounted_returns() -> None:
@@ -45,3 +47,26 @@ def test_cloning_makes_the_policy_choose_like_the_teacher() -> None:
     after = agreement()
     assert before < 0.4  # an untrained network rarely picks what the heuristic picks
     assert after > 0.65 and stats["accuracy"] > 0.65, (before, after, stats)
+
+
+def test_worker_processes_collect_the_same_decisions_in_the_same_order() -> None:
+    rules = load_rules("classic_4p")
+    one = imitation.collect(rules, "heuristic", "random", 6, 600, seed=5, gamma=0.99)
+    three = imitation.collect(rules, "heuristic", "random", 6, 600, seed=5, gamma=0.99, workers=3)
+    assert len(one) > 0
+    for field in ("obs", "masks", "actions", "returns"):
+        assert torch.equal(getattr(one, field), getattr(three, field)), field
+
+
+def test_a_stop_request_ends_collection_and_cloning() -> None:
+    rules = load_rules("classic_2p")
+    with pytest.raises(StoppedBeforeCheckpoint):
+        imitation.collect(rules, "greedy", "random", 4, 400, seed=1, gamma=0.99, should_stop=lambda: True)
+    with pytest.raises(StoppedBeforeCheckpoint):
+        imitation.collect(rules, "greedy", "random", 4, 400, seed=1, gamma=0.99, workers=2,
+                          should_stop=lambda: True)
+    demos = imitation.collect(rules, "greedy", "random", 4, 40, seed=1, gamma=0.99)
+    model = lean_ppo.LeanPPO(TrainArgs(num_envs=4, n_steps=4, net_arch=[16]), rules, None,
+                             device=torch.device("cpu"), precision="fp32")
+    with pytest.raises(StoppedBeforeCheckpoint):
+        imitation.clone(model.policy, demos, epochs=2, batch_size=8, seed=0, should_stop=lambda: True)

@@ -195,3 +195,50 @@ def test_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
         proc.kill()
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err
+
+
+def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path) -> None:
+    """``--init-from`` loads the weights only: the new run counts from 0; a checkpoint for other
+    rules or another network is refused in one line."""
+    import torch
+
+    first = tmp_path / "first"
+    assert _canasta("train", first, 512, "--net_arch", "32").returncode == 0
+    source = load_checkpoint(first)
+    second = tmp_path / "second"
+    proc = _canasta("train", second, 0, "--net_arch", "32", "--init-from", str(first))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "starting from the weights of" in proc.stdout
+    started = load_checkpoint(second)
+    assert _steps(started.path) == 0
+    assert all(torch.equal(started.policy_state[k], v) for k, v in source.policy_state.items())
+    for extra, words in ((["--rules", "classic_4p"], "rules"), (["--net_arch", "64"], "net_arch"),
+                         (["--init-from", str(tmp_path / "none")], "no such checkpoint")):
+        refused = _canasta("train", tmp_path / "refused", 512, "--net_arch", "32", "--init-from", str(first),
+                           *extra)
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr[-2000:]
+        assert len(refused.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_ctrl_c_during_imitation_stops_without_a_traceback(workers: str, tmp_path: Path) -> None:
+    import signal
+
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "train.cli", "league", *TINY, "--run_dir", str(run), "--rules",
+            "classic_4p", "--imitate", "heuristic", "--imitate_steps", "100000000",
+            "--imitate_workers", workers]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("imitate heuristic: playing"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "during behaviour cloning" in out and "--resume" in out
+    assert "Traceback" not in err
+    assert latest_checkpoint(run) is None
