@@ -12,6 +12,8 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from canasta_env.engine.rng import GOLDEN, M1, mix64_array
+
 
 class Agent(Protocol):
     """Batched agent: sees only observations and masks, never the engine state.
@@ -83,26 +85,15 @@ def random_act(observations: npt.NDArray[np.float32], legal_action_mask: npt.NDA
     return RandomAgent().act(observations, legal_action_mask, rng)
 
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def mix64(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    """SplitMix64 finaliser over an array (wrapping uint64 arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 def stream_keys(seeds: npt.ArrayLike, indices: npt.ArrayLike, salt: int) -> npt.NDArray[np.uint64]:
     """Keys of per-row streams for episode ``indices`` of env ``seeds`` (one stream per purpose
     ``salt``), so a row's randomness depends only on its own seed and episode."""
     s = np.asarray(seeds, dtype=np.uint64)
     i = np.asarray(indices, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        k = mix64(s + _GOLDEN)
-        k = mix64(k ^ (i * np.uint64(0xBF58476D1CE4E5B9) + _GOLDEN))
-        return mix64(k ^ (np.uint64(salt) + _GOLDEN))
+        k = mix64_array(s + GOLDEN)
+        k = mix64_array(k ^ (i * M1 + GOLDEN))
+        return mix64_array(k ^ (np.uint64(salt) + GOLDEN))
 
 
 class RowRandom:
@@ -135,5 +126,5 @@ class RowRandom:
             raise ValueError(f"RowRandom draws one number per row ({n} rows), asked for {size}")
         with np.errstate(over="ignore"):
             self.counters[self.rows] += np.uint64(1)
-            x = mix64(self.keys[self.rows] + self.counters[self.rows] * _GOLDEN)
+            x = mix64_array(self.keys[self.rows] + self.counters[self.rows] * GOLDEN)
         return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
