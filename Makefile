@@ -26,17 +26,17 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray,rllib]"
 	@touch $(STAMP)
 
 demo: venv
 	$(BIN)/canasta bench
 
 test: venv
-	$(BIN)/python -m pytest -n 2 --durations=25 -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=25 -q
 
 lint: venv
-	$(BIN)/ruff check $(wildcard canasta_env agents train tests)
+	$(BIN)/ruff check $(wildcard canasta_env agents train tests examples)
 	$(BIN)/mypy canasta_env
 
 warm: venv

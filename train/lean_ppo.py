@@ -173,6 +173,8 @@ class LeanPPO:
         self._obs: torch.Tensor | None = None
         self._mask: torch.Tensor | None = None
         self._env_seed = args.seed
+        # fills a rollout from the envs: ``collect`` here, or workers elsewhere (``train.ray_rollouts``)
+        self.collector: Callable[[Rollout, torch.Generator], None] = self.collect
 
     # ---- environment ---------------------------------------------------------------------------
     def reset_envs(self, seed: int) -> None:
@@ -365,7 +367,7 @@ class LeanPPO:
         collected = self.num_timesteps
         pending: Rollout | None = None
         if collected < total_timesteps:
-            self.collect(bufs[0], gen_collect)
+            self.collector(bufs[0], gen_collect)
             collected += per_rollout
             pending = bufs[0]
         mark = time.perf_counter()
@@ -373,7 +375,7 @@ class LeanPPO:
             while pending is not None:
                 more = collected < total_timesteps
                 spare = bufs[-1] if pending is bufs[0] else bufs[0]
-                future = executor.submit(self.collect, spare, gen_collect) if a.overlap and more else None
+                future = executor.submit(self.collector, spare, gen_collect) if a.overlap and more else None
                 collect_s = 0.0
                 try:
                     self.update(pending, gen_learn)
@@ -388,7 +390,7 @@ class LeanPPO:
                 if future is not None:
                     pending = spare
                 elif more:
-                    self.collect(bufs[0], gen_collect)
+                    self.collector(bufs[0], gen_collect)
                     collect_s = bufs[0].collect_s
                     pending = bufs[0]
                 else:

@@ -75,6 +75,9 @@ class TrainArgs:
                                        "(default: the run's opponent; under selfplay/league the teacher)")
     imitate_workers: int = opt(1, "with imitate: processes playing the teacher's games (the same "
                                "decisions whatever the number)")
+    ray: str | None = opt(None, "algo ppo: collect rollouts on Ray actors: local (a Ray started here; "
+                          "also --ray alone), auto or HOST:PORT of a running cluster (the ray extra)")
+    num_workers: int = opt(2, "with ray: rollout workers (Ray actors), each stepping its share of num_envs")
     init_from: str | None = opt(None, "a checkpoint, run directory or zoo:NAME whose policy weights start "
                                 "the run (not its optimizer or counters)")
     algo: str = opt("ppo", "ppo (the lean trainer) or maskable_ppo (sb3-contrib); docs/training.md")
@@ -130,7 +133,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
-    "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256),
+    "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -214,6 +217,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         else:
             caster = {"int": int, "float": float, "bool": _bool}.get(kind, str)
             kwargs = {"type": caster, "metavar": {"bool": "true|false"}.get(kind, f.name.upper())}
+        if f.name == "ray":  # like ``canasta tournament --ray``: alone, a Ray started on this machine
+            kwargs.update(nargs="?", const="local", metavar="ADDRESS")
         parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text, **kwargs)
         if "_" in f.name:
             parser.add_argument(f"--{f.name}", dest=f.name, default=None, help=argparse.SUPPRESS,
@@ -309,6 +314,8 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         opponent: Any = None if selfplay else make_agent(args.opponent, rules)
         for name in args.eval_opponents:  # refused now rather than at the first evaluation
             make_agent(name, rules)
+        if args.ray is not None and args.algo != "ppo":
+            raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
         if args.league and not selfplay:
             raise ValueError("training option 'league' names pool members: use canasta selfplay or "
                              "canasta league, or leave it empty")
@@ -504,6 +511,10 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
     model = lean_ppo.LeanPPO(args, rules, opponent)
     if pool is not None:
         pool.members[0].policy = model.actor  # the opponent plays the collector's weights
+    if args.ray is not None:
+        from train.ray_rollouts import RayCollectors
+
+        model.collector = RayCollectors(model, args, rules, pool).collect
     restored = False
     if resume:
         restored = restore(model, run, rules, pool, strict=strict_resume, args=args)

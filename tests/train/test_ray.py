@@ -1,5 +1,6 @@
-"""``canasta tournament --ray``: on a local Ray cluster of 2 CPUs the hand log, records and ratings
-are byte for byte those of the local run, and a worker killed mid-unit loses and duplicates nothing."""
+"""Ray, on one local cluster of 2 CPUs shared by this module (one xdist group): ``canasta tournament
+--ray`` gives hand logs, records and ratings byte for byte those of the local run, and a worker killed
+mid-unit loses and duplicates nothing; ``canasta league --ray`` trains with 2 rollout actors."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ from pathlib import Path
 import pytest
 import ray
 
+from agents import make_agent
+from agents.checkpoint import latest_checkpoint, load_checkpoint
 from train.ray_units import KILL_ENV
 from train.tournament import run
+
+pytestmark = pytest.mark.xdist_group("ray")  # one cluster per module, not one per xdist worker
 
 OUTPUTS = ("hands.csv", "records.jsonl", "ratings.csv", "head_to_head.csv", "results.json")
 # a round robin of three (three matches, so both workers have units), every hand recorded
@@ -72,3 +77,30 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = proc.stderr.strip().splitlines()
     assert "--ray 127.0.0.1:1" in line
+
+
+def test_league_collects_on_two_ray_workers_and_checkpoints(cluster: str, tmp_path: Path) -> None:
+    """Rollouts on 2 actors, their pools mirroring the driver's (snapshots join mid-run), a few
+    updates, a checkpoint that loads and plays, the league's results gathered from the workers."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "train.cli", "league", "--rules", "classic_2p",
+                           "--num-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1",
+                           "--total-timesteps", "2560", "--snapshot-every", "512",
+                           "--checkpoint-every", "1024", "--eval-every", "100000", "--progress", "false",
+                           "--run-dir", str(run_dir), "--ray", cluster, "--num-workers", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ckpt = load_checkpoint(run_dir, rules="classic_2p")
+    assert ckpt.state["num_timesteps"] >= 2560
+    assert len(ckpt.state["opponent_pool"]) >= 3  # snapshots made while the workers played
+    results = ckpt.state["league_results"]
+    assert sum(sum(results[name]) for name in ("heuristic", "greedy")) > 0  # games counted on the workers
+    assert make_agent(str(latest_checkpoint(run_dir)), "classic_2p").name.startswith("policy:")
+
+
+def test_ray_training_needs_the_lean_trainer(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "train.cli", "train", "--algo", "maskable_ppo", "--ray",
+                           "--run-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "ray needs algo 'ppo'" in line
