@@ -47,7 +47,7 @@ from train import ppo, run_callback  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "configs" / "train" / "ppo_classic_2p.yaml"
 SPEED_FIELDS = ("algo", "rules", "opponent", "num_envs", "n_steps", "batch_size", "n_epochs", "net_arch",
-                "torch_threads", "device", "precision", "overlap")
+                "torch_threads", "device", "precision", "overlap", "ray", "num_workers")
 
 
 class TimedRunCallback(run_callback.RunCallback):

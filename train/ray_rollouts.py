@@ -22,6 +22,7 @@ imports Ray (the ``ray`` extra).
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -130,6 +131,7 @@ class RayCollectors:
     def collect(self, buf: Rollout, gen: torch.Generator) -> None:
         import ray
 
+        start = time.perf_counter()
         model = self.model
         env_seed = model._env_seed if model._env_seed != self.sent_seed else None
         weights = ray.put(_numpy_state(model.actor))
@@ -159,6 +161,7 @@ class RayCollectors:
             model.episode_lengths.extend(p["lengths"])
         if self.pool is not None and before is not None:
             self.pool.results = before + sum(p["results"] - before for p in parts)
+        buf.collect_s = time.perf_counter() - start
 
     def _pool_sync(self) -> tuple[dict[str, Any] | None, np.ndarray | None]:
         """What the workers' pools need to mirror the driver's, and the driver's results now."""
