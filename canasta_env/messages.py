@@ -63,12 +63,12 @@ EXTRA_OF: dict[str, str] = {
 }
 
 
-def missing_extra(exc: BaseException) -> str | None:
-    """For an import of a module an extra installs, the one-line advice to install that extra;
-    ``None`` for any other error."""
+def missing_extra(exc: BaseException, extra: str | None = None) -> str | None:
+    """For an import of a module an extra installs (``extra``, or the one ``EXTRA_OF`` names), the
+    one-line advice to install that extra; ``None`` for any other error."""
     if not isinstance(exc, ModuleNotFoundError) or not exc.name:
         return None
-    extra = EXTRA_OF.get(exc.name.partition(".")[0])
+    extra = extra or EXTRA_OF.get(exc.name.partition(".")[0])
     if extra is None:
         return None
     return (f"this needs the {extra!r} extra (module {exc.name!r} is not installed): "

@@ -91,7 +91,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), dtype=np.int8),
         })
         self._obs_spaces = {a: obs_space for a in self.possible_agents}
-        self._act_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        # annotated: gymnasium 1.2's Discrete is generic in its int type, which mypy cannot infer
+        self._act_spaces: dict[str, spaces.Space] = {a: spaces.Discrete(NUM_ACTIONS)
+                                                    for a in self.possible_agents}
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._obs_spaces[agent]

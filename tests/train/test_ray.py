@@ -7,18 +7,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import ray
 
 from agents import make_agent
 from agents.checkpoint import latest_checkpoint, load_checkpoint
 from train.ray_units import KILL_ENV
 from train.tournament import run
 
-pytestmark = pytest.mark.xdist_group("ray")  # one cluster per module, not one per xdist worker
+pytestmark = pytest.mark.xdist_group("ray")  # the Ray tests share one cluster (tests/train/conftest.py)
 
 OUTPUTS = ("hands.csv", "records.jsonl", "ratings.csv", "head_to_head.csv", "results.json")
 # a round robin of three (three matches, so both workers have units), every hand recorded
@@ -26,14 +24,6 @@ TOURNAMENT = {"rules": "classic_2p", "entrants": ["random", "greedy", "heuristic
               "duplicate": True, "deal_set": "v1", "records": True, "plots": False}
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """A Ray instance with 2 CPUs for this module; its address for subprocesses to join."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
-    try:
-        yield ray.get_runtime_context().gcs_address
-    finally:
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
