@@ -58,6 +58,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from train.options import add_options, opt
+
 DEFAULT_RULES = ("classic_2p", "classic_3p", "classic_4p")
 DEFAULT_BATCHES = (1, 64, 1024, 4096)
 DEFAULT_STAGGER = 512  # untimed desynchronising steps: about 3 random hands (133-165 decisions)
@@ -120,32 +122,6 @@ MAX_SECONDS = 3600.0  # per measurement
 MAX_STAGGER = 1_000_000  # warm-up steps
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``canasta bench``."""
-    parser.add_argument("--api", choices=APIS, default="engine",
-                        help="what to measure: the batch engine, the PettingZoo AEC env, the "
-                        "Gymnasium env or the SB3 VecEnv (default: %(default)s)")
-    parser.add_argument("--rules", nargs="+", default=list(DEFAULT_RULES), metavar="RULES",
-                        help="rule preset names or YAML files, or `all` for every shipped preset "
-                        "(default: %(default)s)")
-    parser.add_argument("--batch", nargs="+", type=_positive_int, default=None, metavar="B",
-                        help="batch sizes, games stepped together (default: "
-                        f"{' '.join(map(str, DEFAULT_BATCHES))} for --api engine, "
-                        f"{DEFAULT_VEC_BATCH} for vec; aec and gym are batch 1)")
-    parser.add_argument("--seconds", type=_positive_float, default=3.0,
-                        help="timed seconds per measurement, after an untimed warm-up step "
-                        "(default: %(default)s)")
-    parser.add_argument("--stagger", type=_nonnegative_int, default=DEFAULT_STAGGER, metavar="STEPS",
-                        help="untimed warm-up steps that desynchronise the rows' hands, 0 for none "
-                        "(default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="deal and agent seed (default: %(default)s)")
-    parser.add_argument("--observe", action="store_true",
-                        help="also measure with observe(state, current_player) every step, reported "
-                        "separately (default: engine only, observations not encoded)")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per (rules, batch) instead of a table")
-
-
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -165,6 +141,33 @@ def _positive_float(text: str) -> float:
     if not 0 < value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_SECONDS}, got {value}")
     return value
+
+
+@dataclass
+class BenchOptions:
+    """The options of ``canasta bench``."""
+
+    api: str = opt("engine", "what to measure: the batch engine, the PettingZoo AEC env, the Gymnasium env "
+                   "or the SB3 VecEnv", choices=APIS)
+    rules: list[str] = opt(help="rules preset names or rules YAML files, or `all` for every shipped preset",
+                           factory=lambda: list(DEFAULT_RULES), metavar="RULES")
+    batch: list[int] | None = opt(None, "batch sizes, games stepped together (default: "
+                                  f"{' '.join(map(str, DEFAULT_BATCHES))} for --api engine, "
+                                  f"{DEFAULT_VEC_BATCH} for vec; aec and gym are batch 1)",
+                                  type=_positive_int, metavar="B")
+    seconds: float = opt(3.0, "timed seconds per measurement, after an untimed warm-up step",
+                         type=_positive_float)
+    stagger: int = opt(DEFAULT_STAGGER, "untimed warm-up steps that desynchronise the rows' hands, 0 for "
+                       "none", type=_nonnegative_int, metavar="STEPS")
+    seed: int = opt(0, "deal and agent seed")
+    observe: bool = opt(False, "also measure with observe(state, current_player) every step, reported "
+                        "separately (default: engine only, observations not encoded)")
+    json: bool = opt(False, "print one JSON object per (rules, batch) instead of a table")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``canasta bench``."""
+    add_options(parser, BenchOptions)
 
 
 def compile_engine(rules: Any) -> float:

@@ -1,6 +1,7 @@
 """The ``canasta`` command: one entry point dispatching subcommands.
 
-Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``;
+its options are declared once, as a dataclass of ``train.options.opt`` fields (``add_options``).
 Only the module of the subcommand being run is imported, so ``canasta --help`` answers without
 loading numba, the engine or torch (docs/training.md: ``--help`` in under a second).
 """
@@ -46,7 +47,7 @@ EXAMPLES: dict[str, str] = {
               "  canasta league --rules classic_2p --league heuristic greedy zoo:classic_2p "
               "--imitate heuristic",
     "play": "canasta play --rules classic_2p --opponent heuristic --seed 7 --record games.jsonl\n"
-            "  canasta play --rules classic_4p --human 0 --partner greedy --opponent zoo:classic_2p",
+            "  canasta play --rules classic_4p --human 0 --partners greedy --opponent zoo:classic_2p",
     "replay": "canasta replay games.jsonl --hand 2 --view 0",
     "tournament": "canasta tournament --rules classic_2p --agents random greedy heuristic "
                   "--hands 2000 --duplicate --deal-set v1 --out results/\n"

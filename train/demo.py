@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
+
+from train.options import RULES_HELP, add_options, opt
 
 HAND_END_TEXT = {  # layout.HE_* -> how the hand ended
     1: "P{mover} went out",
@@ -20,11 +23,17 @@ HAND_END_TEXT = {  # layout.HE_* -> how the hand ended
 }
 
 
+@dataclass
+class DemoOptions:
+    """The options of ``canasta demo``."""
+
+    rules: str = opt("classic_4p", RULES_HELP, metavar="RULES")
+    seed: int = opt(0, "deal and agent seed")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``canasta demo``."""
-    parser.add_argument("--rules", default="classic_4p",
-                        help="rule preset name or YAML file (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="deal and agent seed (default: %(default)s)")
+    add_options(parser, DemoOptions)
 
 
 def play_hand(rules: Any, seed: int) -> tuple[list[Any], int, int, int]:

@@ -4,14 +4,24 @@ checkpoint in a new run directory (``train.interop.import_sb3``; needs ``--trust
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+
+from train.options import RULES_HELP, add_options, opt
+
+
+@dataclass
+class ImportOptions:
+    """The options of ``canasta import``."""
+
+    model: str = opt(help="a MaskablePPO zip (MaskablePPO.save)", positional=True, metavar="MODEL.zip")
+    run_dir: str = opt(help="new run directory for the checkpoint", positional=True, metavar="RUN_DIR")
+    rules: str = opt(help=f"{RULES_HELP} the model was trained on", metavar="RULES")
+    trust: bool = opt(False, "load the zip although it holds pickles (loading runs code inside it)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL.zip", help="a MaskablePPO zip (MaskablePPO.save)")
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="new run directory for the checkpoint")
-    parser.add_argument("--rules", required=True, help="rules preset or YAML the model was trained on")
-    parser.add_argument("--trust", action="store_true",
-                        help="load the zip although it holds pickles (loading runs code inside it)")
+    """Options of ``canasta import``."""
+    add_options(parser, ImportOptions)
 
 
 def run(ns: argparse.Namespace) -> int:

@@ -12,10 +12,13 @@ softmax the policy. An SB3 zip holds pickles, which run code when loaded, so ``i
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from train.options import add_options, opt
 
 FORMATS = ("sb3", "onnx")
 
@@ -138,14 +141,21 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: 
 
 
 # ---- canasta export ---------------------------------------------------------------------------
+@dataclass
+class ExportOptions:
+    """The options of ``canasta export``."""
+
+    source: str = opt(help="a checkpoint, a run directory (its latest checkpoint) or zoo:NAME",
+                      positional=True, metavar="RUN_OR_CKPT")
+    out: str = opt(help="file to write (.zip for sb3, .onnx for onnx)", positional=True, metavar="OUT")
+    format: str = opt(help="sb3: a MaskablePPO zip (MaskablePPO.load); onnx: observation and mask in, "
+                      "masked logits out", choices=FORMATS)
+    force: bool = opt(False, "replace OUT if it exists")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="RUN_OR_CKPT", help="a checkpoint, a run directory (its latest "
-                        "checkpoint) or zoo:NAME")
-    parser.add_argument("out", metavar="OUT", help="file to write (.zip for sb3, .onnx for onnx)")
-    parser.add_argument("--format", choices=FORMATS, required=True,
-                        help="sb3: a MaskablePPO zip (MaskablePPO.load); onnx: observation and mask in, "
-                        "masked logits out")
-    parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    """Options of ``canasta export``."""
+    add_options(parser, ExportOptions)
 
 
 def run(ns: argparse.Namespace) -> int:

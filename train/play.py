@@ -1,7 +1,7 @@
 """``canasta play``: a game of Canasta in the terminal, humans against (or beside) agents.
 
 Any seats can be human (``--human 0 2``: hot seat); the others are played by ``--opponent``, and in
-partnership games a human's partner by ``--partner`` (default: the opponent agent). A human sees
+partnership games a human's partner by ``--partners`` (default: the opponent agent). A human sees
 only what their seat may know (``train.table_view``), picks a move by its number in the list or by
 its action name (a unique prefix is enough), and is asked again after bad input. The whole game is
 played by default (hands until a side reaches the target), ``--hands N`` stops after N hands.
@@ -26,6 +26,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from train.options import AGENT_HELP, RULES_HELP, add_options, opt
 
 HELP_TEXT = (
     "Type the number of a move from the list, or its name (DRAW_STOCK, MELD_NNN_K, DISCARD_7; "
@@ -54,26 +56,27 @@ class Seat:
     agent: Any = None
 
 
+@dataclass
+class PlayOptions:
+    """The options of ``canasta play``."""
+
+    rules: str = opt("classic_2p", RULES_HELP, metavar="RULES")
+    opponent: str = opt("heuristic", f"agent for the other seats: {AGENT_HELP}", metavar="AGENT")
+    human: list[int] = opt(help="human seats; several humans share the keyboard", factory=lambda: [0],
+                           metavar="SEAT")
+    partners: str | None = opt(None, "agent for a human's partner seat in partnership games (default: the "
+                               "opponent agent)", metavar="AGENT", aliases=("--partner",))
+    seed: int | None = opt(None, "deal and agent seed (default: random)")
+    record: str | None = opt(None, "append every played hand to this JSON-lines record file", metavar="FILE")
+    hands: int | None = opt(None, "stop after N hands (default: play the whole game; 1: a single hand)",
+                            metavar="N")
+    show_policy: bool = opt(False, "with a learned-policy agent: show its most probable moves when it plays "
+                            "(this reveals what it holds) and as a hint on your turn")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``canasta play``."""
-    parser.add_argument("--rules", default="classic_2p",
-                        help="rule preset name or YAML file (default: %(default)s)")
-    parser.add_argument("--opponent", default="heuristic",
-                        help="agent for the other seats: random, greedy, heuristic or a run/checkpoint "
-                        "directory (default: %(default)s)")
-    parser.add_argument("--human", type=int, nargs="+", default=[0], metavar="SEAT",
-                        help="human seats (default: 0); several humans share the keyboard")
-    parser.add_argument("--partner", default=None, metavar="AGENT",
-                        help="agent for a human's partner seat in partnership games (default: the "
-                        "opponent agent)")
-    parser.add_argument("--seed", type=int, default=None, help="deal and agent seed (default: random)")
-    parser.add_argument("--record", default=None, metavar="FILE",
-                        help="append every played hand to this JSON-lines record file")
-    parser.add_argument("--hands", type=int, default=None, metavar="N",
-                        help="stop after N hands (default: play the whole game; 1: a single hand)")
-    parser.add_argument("--show-policy", action="store_true",
-                        help="with a learned-policy agent: show its most probable moves when it plays "
-                        "(this reveals what it holds) and as a hint on your turn")
+    add_options(parser, PlayOptions)
 
 
 def parse_move(text: str, legal: Sequence[int]) -> tuple[int | None, str]:
@@ -369,9 +372,9 @@ def run(args: argparse.Namespace) -> int:
     if repeated:  # a typo more likely than a wish: refuse rather than merge
         raise ValueError(f"--human: seat(s) {repeated} given more than once")
     rules = load_rules(args.rules)
-    seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partner)
-    if args.partner and not rules.partnerships:
-        print(f"canasta play: --partner ignored: {rules.name} has no partnerships", file=sys.stderr)
+    seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partners)
+    if args.partners and not rules.partnerships:
+        print(f"canasta play: --partners ignored: {rules.name} has no partnerships", file=sys.stderr)
     seed = secrets.randbelow(2**31) if args.seed is None else args.seed
     session = PlaySession(rules, seats, seed=seed, hands=args.hands, record=args.record,
                           show_policy=args.show_policy)

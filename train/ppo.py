@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,8 @@ import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
 from canasta_env.messages import short_repr
+from train.options import AGENT_HELP, add_options, opt
 from train.stop_request import StoppedBeforeCheckpoint, StopRequest, catch_stop_signals
-
-
-def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = dataclasses.MISSING) -> Any:
-    """A ``TrainArgs`` field with its help text: the one declaration the config files, the flags of
-    ``canasta train|selfplay|league`` and their ``--help`` are made from."""
-    return field(default=default, default_factory=factory, metadata={"help": help})
 
 
 @dataclass
@@ -35,8 +30,7 @@ class TrainArgs:
     """A training run (a YAML file in ``configs/train/`` is one, serialised)."""
 
     rules: str = opt("classic_2p", "rules preset name or rules YAML file")
-    opponent: str = opt("random", "agent playing the other side: a name (random, greedy, heuristic, search), "
-                        "a run directory, zoo:NAME or module:attribute")
+    opponent: str = opt("random", f"agent playing the other side: {AGENT_HELP}")
     total_timesteps: int = opt(200_000, "learner steps to train (forced decisions are skipped, not counted)")
     num_envs: int = opt(256, "envs stepped together in one engine batch")
     n_steps: int = opt(32, "rollout length per env between updates")
@@ -65,9 +59,10 @@ class TrainArgs:
     pool_size: int = opt(10, "selfplay/league: past snapshots kept in the pool")
     latest_ratio: float = opt(0.5, "selfplay/league: share of episodes against the latest policy")
     league: list[str] = opt(help="selfplay/league: agents that stay in the pool for good "
-                            "(league default: heuristic greedy)", factory=list)
+                            "(default: none; canasta league: heuristic greedy)", factory=list)
     pfsp: bool = opt(False, "selfplay/league: draw pool members by prioritized fictitious self-play "
-                     "(the learner's recent results), not uniformly (league default: true)")
+                     "(the learner's recent results), not uniformly (default: false; canasta league: "
+                     "true)")
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
     imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
     imitate_epochs: int = opt(10, "with imitate: passes over them")
@@ -76,7 +71,8 @@ class TrainArgs:
     imitate_workers: int = opt(1, "with imitate: processes playing the teacher's games (the same "
                                "decisions whatever the number)")
     ray: str | None = opt(None, "algo ppo: collect rollouts on Ray actors: local (a Ray started here; "
-                          "also --ray alone), auto or HOST:PORT of a running cluster (the ray extra)")
+                          "also --ray alone), auto or HOST:PORT of a running cluster (the ray extra)",
+                          const="local", metavar="ADDRESS")
     num_workers: int = opt(2, "with ray: rollout workers (Ray actors), each stepping its share of num_envs")
     init_from: str | None = opt(None, "a checkpoint, run directory or zoo:NAME whose policy weights start "
                                 "the run (not its optimizer or counters)")
@@ -179,50 +175,25 @@ def _fits(value: Any, kind: str) -> bool:
     return isinstance(value, expected) and (kind == "bool" or not isinstance(value, bool))
 
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+@dataclass
+class RunControl:
+    """What ``canasta train|selfplay|league`` does with the run folder, besides its ``TrainArgs``."""
 
-
-def flag_name(field_name: str) -> str:
-    """``--total-timesteps`` for the field ``total_timesteps`` (hyphens, as in every subcommand)."""
-    return "--" + field_name.replace("_", "-")
+    config: str | None = opt(None, "YAML file of TrainArgs fields (configs/train/*.yaml)", metavar="FILE")
+    resume: bool = opt(False, "continue the run in --run-dir from its latest checkpoint (its config.json "
+                       "is the base; the config file and flags override it)")
+    overwrite: bool = opt(False, "delete the run already in --run-dir and start afresh")
+    strict_resume: bool = opt(False, "with --resume: fail if the latest checkpoint is damaged instead of "
+                              "falling back to the previous intact one")
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per ``TrainArgs`` field (overrides the config file), its help and default from the
-    field's declaration; the underscored spelling (``--total_timesteps``) stays as a hidden alias
-    for old scripts."""
-    parser.add_argument("--config", help="YAML file of TrainArgs fields (configs/train/*.yaml)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --run-dir from its latest checkpoint (its config.json "
-                        "is the base; the config file and flags override it)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="delete the run already in --run-dir and start afresh")
-    parser.add_argument("--strict-resume", action="store_true",
-                        help="with --resume: fail if the latest checkpoint is damaged instead of "
-                        "falling back to the previous intact one")
-    defaults = TrainArgs()
-    for f in dataclasses.fields(TrainArgs):
-        kind = str(f.type)
-        default = getattr(defaults, f.name)
-        shown = " ".join(map(str, default)) if isinstance(default, list) else default
-        help_text = f"{f.metadata['help']} (default: {shown if shown not in ('', None) else 'none'})"
-        if kind.startswith("list"):
-            element = int if "int" in kind else str
-            kwargs: dict[str, Any] = {"nargs": "+", "type": element, "metavar": "X"}
-        else:
-            caster = {"int": int, "float": float, "bool": _bool}.get(kind, str)
-            kwargs = {"type": caster, "metavar": {"bool": "true|false"}.get(kind, f.name.upper())}
-        if f.name == "ray":  # like ``canasta tournament --ray``: alone, a Ray started on this machine
-            kwargs.update(nargs="?", const="local", metavar="ADDRESS")
-        parser.add_argument(flag_name(f.name), dest=f.name, default=None, help=help_text, **kwargs)
-        if "_" in f.name:
-            parser.add_argument(f"--{f.name}", dest=f.name, default=None, help=argparse.SUPPRESS,
-                                **kwargs)
+    """The flags of ``RunControl``, then one flag per ``TrainArgs`` field (``train.options``: its help
+    and default from the field's declaration, the underscored spelling a hidden alias); a
+    ``TrainArgs`` flag given overrides the config file, and a bool one takes a value
+    (``--progress false``)."""
+    add_options(parser, RunControl)
+    add_options(parser, TrainArgs, overrides=True, bool_values=True)
 
 
 add_arguments = add_flags

@@ -13,22 +13,31 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from train.options import add_options, opt
+
+
+@dataclass
+class ReplayOptions:
+    """The options of ``canasta replay``."""
+
+    file: str = opt(help="a JSON-lines record file", positional=True, metavar="FILE")
+    hand: int | None = opt(None, "replay only the N-th hand of the file (1-based; default: every hand)",
+                           metavar="N")
+    view: str = opt("omniscient", "whose view: omniscient or a seat number (others' hands hidden)",
+                    metavar="omniscient|P")
+    all: bool = opt(False, "print every step without waiting for Enter")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``canasta replay``."""
-    parser.add_argument("file", metavar="FILE", help="a JSON-lines record file")
-    parser.add_argument("--hand", type=int, default=None, metavar="N",
-                        help="replay only the N-th hand of the file (1-based; default: every hand)")
-    parser.add_argument("--view", default="omniscient", metavar="omniscient|P",
-                        help="whose view: omniscient (default) or a seat number (others' hands hidden)")
-    parser.add_argument("--all", action="store_true",
-                        help="print every step without waiting for Enter")
+    add_options(parser, ReplayOptions)
 
 
 def _view(text: str) -> int | None:

@@ -7,55 +7,60 @@ the file: ``canasta tournament --config configs/tournament/classic_2p.yaml --han
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from canasta_env.messages import short_repr
+from train.options import AGENT_HELP, RULES_HELP, add_options, defaults, kinds, opt
 
-# option -> (default, type): the flags' defaults, and what a --config file may hold
-OPTIONS: dict[str, tuple[Any, type]] = {
-    "rules": ("classic_2p", str), "agents": (None, list), "hands": (2000, int), "duplicate": (False, bool),
-    "vs": (None, str), "partners": (None, str), "seed": (0, int), "deal_set": (None, str),
-    "target_margin": (None, float), "resamples": (2000, int), "out": (None, str), "records": (False, bool),
-    "ladder": (None, str), "no_plots": (False, bool), "ray": (None, str),
-}
+
+@dataclass
+class TournamentOptions:
+    """The options of ``canasta tournament``; a ``--config`` file holds any of them but ``config``."""
+
+    config: str | None = opt(None, "YAML file of these options (keys as the flags: hands, deal_set, ...); "
+                             "flags override it", metavar="FILE")
+    rules: str = opt("classic_2p", RULES_HELP, metavar="RULES")
+    agents: list[str] | None = opt(None, f"entrants: {AGENT_HELP} (no default: name them here or as "
+                                   "agents: in the --config file)", metavar="AGENT")
+    hands: int = opt(2000, "hands per match")
+    duplicate: bool = opt(False, "replay every deal in every seating (sides swapped; 6 permutations at 3p)")
+    vs: str | None = opt(None, "gauntlet: this entrant against each other one (default: a round robin)",
+                         metavar="AGENT")
+    partners: str | None = opt(None, "4 players: this agent partners every entrant (default: two copies "
+                               "of one)", metavar="AGENT", aliases=("--partner",))
+    seed: int = opt(0, "deals and agent streams")
+    deal_set: str | None = opt(None, "fixed deal set: v1, classic_2p-v1 or a .npz path (default: deals "
+                               "drawn from --seed)")
+    target_margin: float | None = opt(None, "estimate the deals needed to detect this mean margin per pair",
+                                      metavar="MARGIN")
+    resamples: int = opt(2000, "bootstrap resamples")
+    out: str | None = opt(None, "folder for hands.csv, results.json and plots; re-run to resume (default: "
+                          "none, nothing written)")
+    records: bool = opt(False, "also write every hand as a game record to OUT/records.jsonl (canasta replay)")
+    ladder: str | None = opt(None, "OpenSkill ratings kept across tournaments in this JSON file (updated)",
+                             metavar="FILE")
+    no_plots: bool = opt(False, "skip the PNG plots")
+    ray: str | None = opt(None, "play the matches as Ray tasks (the 'ray' extra): alone, on a Ray started "
+                          "here; 'auto' or host:port joins a running cluster. Same results as without "
+                          "(default: none, in this process)", const="local", metavar="ADDRESS")
+
+
+# option -> its value's type: what a --config file may hold
+KINDS: dict[str, type] = {name: kind for name, kind in kinds(TournamentOptions).items() if name != "config"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``canasta tournament`` (every default is None here: a flag given on the command
-    line is one that is not None, and overrides ``--config``)."""
-    parser.add_argument("--config", metavar="FILE",
-                        help="YAML file of these options (keys as the flags: hands, deal_set, ...); "
-                        "flags override it")
-    parser.add_argument("--rules", help="rule preset or YAML file (default: classic_2p)")
-    parser.add_argument("--agents", nargs="+", metavar="AGENT",
-                        help="entrants: random, greedy, heuristic, or checkpoint/run folders")
-    parser.add_argument("--hands", type=int, help="hands per match (default: 2000)")
-    parser.add_argument("--duplicate", action="store_true", default=None,
-                        help="replay every deal in every seating (sides swapped; 6 permutations at 3p)")
-    parser.add_argument("--vs", help="gauntlet: this entrant against each other one")
-    parser.add_argument("--partners", metavar="AGENT",
-                        help="4 players: this agent partners every entrant (default: two copies of one)")
-    parser.add_argument("--seed", type=int, help="deals and agent streams (default: 0)")
-    parser.add_argument("--deal-set", help="fixed deal set: v1, classic_2p-v1 or a .npz path")
-    parser.add_argument("--target-margin", type=float,
-                        help="estimate the deals needed to detect this mean margin per pair")
-    parser.add_argument("--resamples", type=int, help="bootstrap resamples (default: 2000)")
-    parser.add_argument("--out", help="folder for hands.csv, results.json and plots; re-run to resume")
-    parser.add_argument("--records", action="store_true", default=None,
-                        help="also write every hand as a game record to OUT/records.jsonl (canasta replay)")
-    parser.add_argument("--ladder", metavar="FILE",
-                        help="OpenSkill ratings kept across tournaments in this JSON file (updated)")
-    parser.add_argument("--no-plots", action="store_true", default=None, help="skip the PNG plots")
-    parser.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                        help="play the matches as Ray tasks (the 'ray' extra): alone, on a Ray started "
-                        "here; 'auto' or host:port joins a running cluster. Same results as without")
+    """Options of ``canasta tournament`` (a flag not given is None, so one given overrides
+    ``--config``)."""
+    add_options(parser, TournamentOptions, overrides=True)
 
 
 def options(args: argparse.Namespace) -> dict[str, Any]:
     """The defaults, then the ``--config`` file, then the flags given; unknown keys and values of
     the wrong type are errors naming the file."""
-    values = {key: default for key, (default, _) in OPTIONS.items()}
+    values = {name: default for name, default in defaults(TournamentOptions).items() if name in KINDS}
     if args.config:
         from train.config_file import read_mapping
 
@@ -63,15 +68,15 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
         data = read_mapping(path, "tournament options")
         for key, value in data.items():
             name = str(key).replace("-", "_")
-            if name not in OPTIONS:
+            if name not in KINDS:
                 raise ValueError(f"{path}: unknown tournament option {short_repr(key)}; "
-                                 f"known: {', '.join(OPTIONS)}")
-            kind = OPTIONS[name][1]
+                                 f"known: {', '.join(KINDS)}")
+            kind = KINDS[name]
             if not _fits(value, kind):
                 raise ValueError(f"{path}: tournament option {short_repr(key)} = {short_repr(value)} "
                                  f"is not of type {kind.__name__}")
             values[name] = value
-    for name in OPTIONS:
+    for name in KINDS:
         given = getattr(args, name)
         if given is not None:
             values[name] = given

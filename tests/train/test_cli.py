@@ -1,15 +1,21 @@
-"""The ``canasta`` command: fast help, no torch, and smoke runs of ``bench`` and ``demo``."""
+"""The ``canasta`` command: fast help, no torch, smoke runs of ``bench`` and ``demo``, and the options
+of every subcommand declared one way (help, defaults shown once, underscored aliases, examples)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from train.cli import COMMANDS
+from train.options import add_options, opt
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED_KEYS = ("batch", "decisions_per_s", "hands_per_s", "decisions_per_hand")
@@ -36,8 +42,6 @@ def test_help_is_fast_and_lists_only_implemented_commands() -> None:
     elapsed = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr
     assert elapsed < 3.0, f"canasta --help took {elapsed:.2f} s"  # docs/training.md: < 1 s; slack for CI
-    from train.cli import COMMANDS
-
     for name in COMMANDS:
         assert name in proc.stdout
     for future in set(("train", "selfplay", "tournament", "play", "replay")) - set(COMMANDS):
@@ -133,9 +137,7 @@ def test_no_command_prints_help() -> None:
     assert "bench" in proc.stdout
 
 
-def _subparser(name: str) -> object:
-    import argparse
-
+def _subparser(name: str) -> argparse.ArgumentParser:
     from train.cli import build_parser
 
     parser = build_parser([name])
@@ -143,27 +145,87 @@ def _subparser(name: str) -> object:
     return action.choices[name]
 
 
-@pytest.mark.parametrize("name", ["bench", "demo", "train", "selfplay", "league", "play", "replay",
-                                  "tournament"])
-def test_every_flag_has_help_hyphens_and_the_help_shows_an_example(name: str) -> None:
-    import argparse
+def _shown(sub: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in sub._actions if a.help != argparse.SUPPRESS]
 
+
+def _required(sub: argparse.ArgumentParser) -> list[str]:
+    """Arguments with valid values for the required options and positionals of ``sub``."""
+    argv: list[str] = []
+    for a in _shown(sub):
+        if a.required:
+            value = str(next(iter(a.choices))) if a.choices else "x"
+            argv += [a.option_strings[0], value] if a.option_strings else [value]
+    return argv
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_flag_has_help_hyphens_and_the_help_shows_an_example(name: str) -> None:
     sub = _subparser(name)
-    shown = [a for a in sub._actions if a.help != argparse.SUPPRESS]  # type: ignore[attr-defined]
+    shown = _shown(sub)
     assert all(a.help for a in shown), [a.option_strings for a in shown if not a.help]
     assert not [o for a in shown for o in a.option_strings if "_" in o]
-    text = sub.format_help()  # type: ignore[attr-defined]
-    assert "example:\n  canasta " + name in text
+    assert "example:\n  canasta " + name in sub.format_help()
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_flag_that_takes_a_value_states_its_default_once(name: str) -> None:
+    sub = _subparser(name)
+    for a in _shown(sub):
+        says = len(re.findall(r"\bdefault\b", str(a.help), re.IGNORECASE))
+        takes_value = bool(a.option_strings) and a.nargs != 0 and not a.required
+        assert says == 1 if takes_value else says <= 1, (a.option_strings, a.help)
+    assert "['" not in sub.format_help()  # a list default is shown as the flag takes it, not as a repr
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_hyphenated_flag_also_parses_under_its_underscored_spelling(name: str) -> None:
+    sub = _subparser(name)
+    base = _required(sub)
+    for a in _shown(sub):
+        for flag in (f for f in a.option_strings if "-" in f[2:]):
+            old = "--" + flag[2:].replace("-", "_")
+            value = [] if a.nargs == 0 else [str(next(iter(a.choices))) if a.choices else "1"]
+            new_ns, old_ns = sub.parse_args([*base, flag, *value]), sub.parse_args([*base, old, *value])
+            assert vars(new_ns) == vars(old_ns), (flag, old)
+            assert getattr(new_ns, a.dest) != a.default, flag
+            assert old not in sub.format_help()  # the alias works but is not advertised
+
+
+@pytest.mark.parametrize("name", ["play", "tournament"])
+@pytest.mark.parametrize("flag", ["--partners", "--partner"])
+def test_the_partner_agent_is_one_flag_under_both_spellings(name: str, flag: str) -> None:
+    sub = _subparser(name)
+    assert sub.parse_args([*_required(sub), flag, "greedy"]).partners == "greedy"
+    assert "--partners AGENT" in sub.format_help() and not re.search(r"--partner\b", sub.format_help())
 
 
 def test_training_flags_show_defaults_and_accept_the_old_underscored_spelling() -> None:
     sub = _subparser("train")
-    text = sub.format_help()  # type: ignore[attr-defined]
+    text = sub.format_help()
     assert "--total-timesteps" in text and "(default: 200000)" in text
     assert "--total_timesteps" not in text  # the alias works but is not advertised
-    new = sub.parse_args(["--total-timesteps", "7", "--run-dir", "x"])  # type: ignore[attr-defined]
-    old = sub.parse_args(["--total_timesteps", "7", "--run_dir", "x"])  # type: ignore[attr-defined]
+    new = sub.parse_args(["--total-timesteps", "7", "--run-dir", "x", "--ray"])
+    old = sub.parse_args(["--total_timesteps", "7", "--run_dir", "x", "--strict_resume"])
     assert new.total_timesteps == old.total_timesteps == 7 and new.run_dir == old.run_dir == "x"
+    assert new.ray == "local" and old.ray is None and old.strict_resume and not new.strict_resume
+
+
+@dataclass
+class _Declared:
+    out_dir: str = opt(help="required, under either spelling")
+    mode: str = opt("fast", "how (default: the fast way, said in words)", choices=("fast", "slow"))
+
+
+def test_a_required_option_is_satisfied_by_its_alias_and_a_default_said_in_words_is_not_repeated(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="t")
+    add_options(parser, _Declared)
+    assert parser.parse_args(["--out_dir", "a"]).out_dir == parser.parse_args(["--out-dir", "a"]).out_dir
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    assert "--out-dir is required" in capsys.readouterr().err
+    assert "(default: fast)" not in parser.format_help() and "{fast,slow}" in parser.format_help()
 
 
 def test_a_run_without_run_dir_gets_a_new_folder_each_time(tmp_path: Path) -> None:
