@@ -9,9 +9,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The CPU build of torch; an unpinned torch would pull a multi-GB CUDA build. Install it BEFORE the
-# project so the [train] extra finds it already satisfied.
+# torch pinned and installed BEFORE the project, so the [train] extra finds it already satisfied (an
+# unpinned torch resolved with the extras pulls a multi-GB CUDA build). Where pip's index serves the
+# CUDA build (PyPI on Linux), `make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu` gets the
+# CPU one.
 TORCH  := torch==2.13.0
+TORCH_INDEX ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help venv demo test lint warm
@@ -25,7 +28,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
-	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray,rllib]"
 	@touch $(STAMP)
 

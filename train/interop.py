@@ -50,8 +50,13 @@ def export_sb3(source: str, out: str | Path) -> Path:
                         gamma=float(config.get("gamma", 0.995)), device="cpu", verbose=0)
     model.policy.load_state_dict(policy.state_dict())
     model.num_timesteps = int(ckpt.state.get("num_timesteps", 0))
-    out = Path(out)
+    out = sb3_path(Path(out))
     model.save(out)
+    return out
+
+
+def sb3_path(out: Path) -> Path:
+    """Where SB3 writes a save named ``out`` (it adds ``.zip`` when missing)."""
     return out if out.suffix == ".zip" else out.with_name(out.name + ".zip")
 
 
@@ -165,7 +170,7 @@ def run(ns: argparse.Namespace) -> int:
         from agents.zoo import zoo_path
 
         source = str(zoo_path(source))
-    out = Path(ns.out)
+    out = sb3_path(Path(ns.out)) if ns.format == "sb3" else Path(ns.out)
     if out.exists() and not ns.force:
         raise ValueError(f"{out}: already exists; pass --force to replace it")
     written = export_sb3(source, out) if ns.format == "sb3" else export_onnx(source, out)

@@ -79,8 +79,11 @@ def test_import_needs_trust_and_export_does_not_overwrite(tmp_path: Path) -> Non
     proc = _cli("import", str(zip_path), str(tmp_path / "run"), "--rules", "classic_2p")
     assert proc.returncode == 2 and "pickles" in proc.stderr and "--trust" in proc.stderr
     assert not (tmp_path / "run").exists()
-    proc = _cli("export", ZOO, str(zip_path), "--format", "sb3")
-    assert proc.returncode == 2 and "already exists" in proc.stderr
+    before = zip_path.read_bytes()
+    for out in (zip_path, zip_path.with_suffix("")):  # SB3 adds .zip to a name without it
+        proc = _cli("export", ZOO, str(out), "--format", "sb3")
+        assert proc.returncode == 2 and f"{zip_path}: already exists" in proc.stderr
+    assert zip_path.read_bytes() == before
     proc = _cli("import", str(zip_path), str(tmp_path / "run4"), "--rules", "classic_4p", "--trust")
     assert proc.returncode == 2 and "do not fit classic_4p" in proc.stderr
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
