@@ -240,7 +240,7 @@ def test_a_run_without_run_dir_gets_a_new_folder_each_time(tmp_path: Path) -> No
 
 def test_a_cold_kernel_cache_is_announced_before_the_compile(tmp_path: Path) -> None:
     """On an empty cache a command says in one line that it compiles (and where it caches) before
-    the minute and a half of compiling; a warm cache says nothing."""
+    the minutes of compiling; a warm cache says nothing."""
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}

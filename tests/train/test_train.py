@@ -212,12 +212,16 @@ def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path) -
     started = load_checkpoint(second)
     assert _steps(started.path) == 0
     assert all(torch.equal(started.policy_state[k], v) for k, v in source.policy_state.items())
-    for extra, words in ((["--rules", "classic_4p"], "rules"), (["--net_arch", "64"], "net_arch"),
-                         (["--init-from", str(tmp_path / "none")], "no such checkpoint")):
-        refused = _canasta("train", tmp_path / "refused", 512, "--net_arch", "32", "--init-from", str(first),
-                           *extra)
-        assert refused.returncode == 2 and words in refused.stderr, refused.stderr[-2000:]
-        assert len(refused.stderr.strip().splitlines()) == 1
+    from agents.checkpoint import CheckpointError
+    from train.ppo import TrainArgs, train
+
+    refused = tmp_path / "refused"
+    for change, words in (({"rules": "classic_4p"}, "rules"), ({"net_arch": [64]}, "net_arch"),
+                          ({"init_from": str(tmp_path / "none")}, "no such checkpoint")):
+        args = TrainArgs(**{"net_arch": [32], "init_from": str(first), "run_dir": str(refused), **change})
+        with pytest.raises((ValueError, CheckpointError), match=words):
+            train(args)
+        assert not (refused / "config.json").exists()  # refused before the run writes anything
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
