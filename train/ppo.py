@@ -71,7 +71,8 @@ class TrainArgs:
     imitate_workers: int = opt(1, "with imitate: processes playing the teacher's games (the same "
                                "decisions whatever the number)")
     ray: str | None = opt(None, "algo ppo: collect rollouts on Ray actors: local (a Ray started here; "
-                          "also --ray alone), auto or HOST:PORT of a running cluster (the ray extra)",
+                          "also --ray alone), auto or HOST:PORT of a running cluster (the ray extra); none: "
+                          "collect here (to resume a Ray run without Ray)",
                           const="local", metavar="ADDRESS")
     num_workers: int = opt(2, "with ray: rollout workers (Ray actors), each stepping its share of num_envs")
     init_from: str | None = opt(None, "a checkpoint, run directory or zoo:NAME whose policy weights start "
@@ -103,6 +104,8 @@ def load_args(config: str | None, overrides: dict[str, Any], source: str | None 
     naming the file or ``source``)."""
     where = source or config or "<flags>"
     data = read_options(config, overrides, where)
+    if data.get("ray") == "none":  # e.g. resuming a Ray run on a machine without Ray
+        data["ray"] = None
     args = TrainArgs(**data)
     _check_ranges(args, where)
     return args

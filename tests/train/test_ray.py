@@ -4,6 +4,7 @@ mid-unit loses and duplicates nothing; ``canasta league --ray`` trains with 2 ro
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,6 +87,13 @@ def test_league_collects_on_two_ray_workers_and_checkpoints(cluster: str, tmp_pa
     results = ckpt.state["league_results"]
     assert sum(sum(results[name]) for name in ("heuristic", "greedy")) > 0  # games counted on the workers
     assert make_agent(str(latest_checkpoint(run_dir)), "classic_2p").name.startswith("policy:")
+    # the stored config says ray; --ray none resumes it here without Ray
+    resumed = subprocess.run([sys.executable, "-m", "train.cli", "league", "--run-dir", str(run_dir),
+                              "--resume", "--total-timesteps", "3072", "--ray", "none"],
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.loads((run_dir / "config.json").read_text())["ray"] is None
+    assert load_checkpoint(run_dir).state["num_timesteps"] >= 3072
 
 
 def test_ray_training_needs_the_lean_trainer(tmp_path: Path) -> None:
