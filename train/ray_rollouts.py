@@ -123,7 +123,6 @@ class RayCollectors:
         shares = np.array_split(np.arange(args.num_envs), workers)
         spec = None if pool is None else {"league": pool.names[1:1 + pool.num_fixed]}
         actor = ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)
-        self.starts = [int(s[0]) for s in shares]
         self.workers = [actor.remote(args, rules, int(s[0]), len(s), spec) for s in shares]
         self.sent_seed: int | None = None
         self.sent_members: list[str] = []
