@@ -285,11 +285,16 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             raise ValueError("training option device = 'cuda', but torch sees no CUDA GPU "
                              "(torch.cuda.is_available() is false); use device 'cpu' or 'auto'")
         _check_rollout_memory(args, rules)
+        _check_imitate_workers(args)
         opponent: Any = None if selfplay else make_agent(args.opponent, rules)
         for name in args.eval_opponents:  # refused now rather than at the first evaluation
             make_agent(name, rules)
         if args.ray is not None and args.algo != "ppo":
             raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
+        if args.ray is not None:
+            from train.ray_rollouts import connect_for
+
+            connect_for(args)  # an unreachable or too small cluster is refused before anything is written
         if args.league and not selfplay:
             raise ValueError("training option 'league' names pool members: use canasta selfplay or "
                              "canasta league, or leave it empty")
@@ -414,6 +419,20 @@ def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
     steps = args.num_envs * args.n_steps
     per_step = current_layout(rules)["obs_dim"] * 4 + NUM_ACTIONS + 64
     check_memory(steps * per_step, f"a rollout of {steps:,} steps (num_envs x n_steps)", "train")
+    if args.imitate is not None:  # the demonstrations are held twice while they are joined
+        check_memory(2 * args.imitate_steps * per_step,
+                     f"imitate_steps = {args.imitate_steps:,} teacher decisions", "train")
+
+
+def _check_imitate_workers(args: TrainArgs) -> None:
+    """Refuse more teacher processes than CPUs: each loads the engine and torch, so a typo would
+    otherwise start hundreds of them and run the machine out of memory."""
+    import os
+
+    cpus = os.cpu_count() or 1
+    if args.imitate is not None and args.imitate_workers > cpus:
+        raise ValueError(f"training option imitate_workers = {args.imitate_workers} exceeds the {cpus} "
+                         "CPUs of this machine")
 
 
 def _logger(run: Path) -> Any:

@@ -109,17 +109,31 @@ class RolloutWorker:
         pool.results = np.array(sync["results"], dtype=np.float64)
 
 
+def connect_for(args: TrainArgs) -> int:
+    """Join (or start) the Ray that ``args.ray`` names and return the number of rollout workers;
+    refuse more workers than the cluster has CPUs (each actor takes one: the surplus would wait for
+    one forever)."""
+    import ray
+
+    from train.ray_units import connect
+
+    connect(args.ray or "local")
+    workers = max(1, min(args.num_workers, args.num_envs))
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    if workers > cpus:
+        raise ValueError(f"training option num_workers = {workers}: the Ray cluster at {args.ray} has "
+                         f"{cpus} CPUs")
+    return workers
+
+
 class RayCollectors:
     """``collect(buf, gen)`` for ``LeanPPO``: the rollout gathered by ``num_workers`` Ray actors."""
 
     def __init__(self, model: LeanPPO, args: TrainArgs, rules: Any, pool: Any) -> None:
         import ray
 
-        from train.ray_units import connect
-
-        connect(args.ray or "local")
         self.model, self.pool = model, pool
-        workers = max(1, min(args.num_workers, args.num_envs))
+        workers = connect_for(args)
         shares = np.array_split(np.arange(args.num_envs), workers)
         spec = None if pool is None else {"league": pool.names[1:1 + pool.num_fixed]}
         actor = ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)

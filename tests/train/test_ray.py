@@ -102,3 +102,13 @@ def test_ray_training_needs_the_lean_trainer(tmp_path: Path) -> None:
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert "ray needs algo 'ppo'" in line
+
+
+def test_more_rollout_workers_than_cluster_cpus_is_refused(cluster: str, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "train.cli", "train", "--ray", cluster, "--num-workers",
+                           "64", "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = proc.stderr.strip().splitlines()
+    assert "num_workers = 64" in line and "2 CPUs" in line
+    assert not (run_dir / "config.json").exists()
