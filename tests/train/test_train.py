@@ -230,7 +230,7 @@ def test_ctrl_c_during_imitation_stops_without_a_traceback(workers: str, tmp_pat
 
     run = tmp_path / "run"
     args = [sys.executable, "-m", "train.cli", "league", *TINY, "--run_dir", str(run), "--rules",
-            "classic_4p", "--imitate", "heuristic", "--imitate_steps", "100000000",
+            "classic_4p", "--imitate", "heuristic", "--imitate_steps", "1000000",
             "--imitate_workers", workers]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
