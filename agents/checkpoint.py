@@ -902,8 +902,11 @@ def _policy_shapes(desc: dict[str, Any], net_arch: Any) -> dict[str, tuple[int, 
 
 def weights_fit(ckpt: Checkpoint, net_arch: Any) -> bool:
     """Whether ``ckpt``'s weights fit the network that ``net_arch`` builds for its spaces."""
-    have = {k: tuple(getattr(v, "shape", ())) for k, v in ckpt.policy_state.items()}
-    return have == _policy_shapes(ckpt.meta["policy"], net_arch)
+    return _shapes(ckpt.policy_state) == _policy_shapes(ckpt.meta["policy"], net_arch)
+
+
+def _shapes(policy_state: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(getattr(v, "shape", ())) for k, v in policy_state.items()}
 
 
 def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:
@@ -912,7 +915,7 @@ def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> No
     _, kwargs = _policy_spec(path / META_FILE, desc)
     net_arch = kwargs.get("net_arch", {"pi": [64, 64], "vf": [64, 64]})  # SB3's default
     want = _policy_shapes(desc, net_arch)
-    have = {k: tuple(getattr(v, "shape", ())) for k, v in policy_state.items()}
+    have = _shapes(policy_state)
     if want == have:
         return
     wrong = [f"{k} is {list(have[k])}, the network needs {list(want[k])}"

@@ -289,9 +289,10 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         opponent: Any = None if selfplay else make_agent(args.opponent, rules)
         for name in args.eval_opponents:  # refused now rather than at the first evaluation
             make_agent(name, rules)
-        if args.ray is not None and args.algo != "ppo":
-            raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
         if args.ray is not None:
+            if args.algo != "ppo":
+                raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not "
+                                 f"{args.algo!r}")
             from train.ray_rollouts import connect_for
 
             connect_for(args)  # an unreachable or too small cluster is refused before anything is written

@@ -140,26 +140,35 @@ def test_league_members_outside_self_play_are_refused(tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+def _interrupt(args: list[str], once_printed: str, signals: int = 1, timeout: int = 120
+               ) -> tuple[int, str, str]:
+    """Run ``args``, send SIGINT ``signals`` times once a stdout line starts with ``once_printed``;
+    the exit status, the rest of stdout and stderr."""
+    import signal
+
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(once_printed):
+                break
+        for _ in range(signals):
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err
+
+
 @pytest.mark.parametrize("algo", ["ppo", "maskable_ppo"])
 def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) -> None:
     """The first SIGINT ends the run at the next update with a checkpoint (none would be due for
     millions of steps) and exit status 130; the run then resumes from it."""
-    import signal
-
     run = tmp_path / "run"
     args = [sys.executable, "-m", "train.cli", "train", *TINY, "--run_dir", str(run), "--algo", algo,
             "--total_timesteps", "100000000", "--checkpoint_every", "100000000"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:  # the first evaluation line: training is under way
-            if line.startswith("eval at"):
-                break
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+    status, out, err = _interrupt(args, "eval at")  # the first evaluation line: training is under way
+    assert status == 130, err[-2000:]
     assert "stopped by SIGINT; continue with: canasta train" in out
     assert "Traceback" not in err
     stopped = latest_checkpoint(run)
@@ -177,23 +186,11 @@ def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) ->
 
 
 def test_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
-    import signal
-
     run = tmp_path / "run"
     args = [sys.executable, "-m", "train.cli", "train", *TINY, "--run_dir", str(run),
             "--total_timesteps", "100000000", "--eval_every", "100000000"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("canasta: starting run"):
-                break
-        proc.send_signal(signal.SIGINT)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+    status, _, err = _interrupt(args, "canasta: starting run", signals=2, timeout=60)
+    assert status == 130, err[-2000:]
     assert "Traceback" not in err
 
 
@@ -226,23 +223,12 @@ def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path) -
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_ctrl_c_during_imitation_stops_without_a_traceback(workers: str, tmp_path: Path) -> None:
-    import signal
-
     run = tmp_path / "run"
     args = [sys.executable, "-m", "train.cli", "league", *TINY, "--run_dir", str(run), "--rules",
             "classic_4p", "--imitate", "heuristic", "--imitate_steps", "1000000",
             "--imitate_workers", workers]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("imitate heuristic: playing"):
-                break
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+    status, out, err = _interrupt(args, "imitate heuristic: playing", timeout=60)
+    assert status == 130, err[-2000:]
     assert "during behaviour cloning" in out and "--resume" in out
     assert "Traceback" not in err
     assert latest_checkpoint(run) is None
