@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS, kill_point
+from canasta_env.learner import REWARD_MODES
 from canasta_env.messages import short_repr
 from train.options import AGENT_HELP, add_options, opt
 from train.stop_request import StoppedBeforeCheckpoint, StopRequest, catch_stop_signals
@@ -83,6 +84,8 @@ class TrainArgs:
     overlap: bool = opt(True, "algo ppo: collect the next rollout while the learner updates")
     max_grad_norm: float = opt(0.5, "gradient clipping norm")
     vf_coef: float = opt(0.5, "value loss coefficient")
+    reward_mode: str = opt("margin", "margin (the side's scaled hand-score margin) or win_loss "
+                           "(+1/0/-1 per hand: trains for the win rate, not the points)")
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
@@ -137,7 +140,7 @@ _RANGES: dict[str, tuple[float, float]] = {
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algo": ("ppo", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
-    "precision": ("auto", "fp32", "bf16"),
+    "precision": ("auto", "fp32", "bf16"), "reward_mode": REWARD_MODES,
 }
 
 
@@ -460,7 +463,7 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
 
     device = "cuda" if args.device == "auto" and torch.cuda.is_available() else args.device
     device = "cpu" if device == "auto" else device
-    venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent)
+    venv = CanastaVecEnv(args.num_envs, rules, opponent=opponent, reward_mode=args.reward_mode)
     venv.seed(args.seed)
     env = VecMonitor(venv)
     model = MaskablePPO(

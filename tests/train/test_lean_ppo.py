@@ -113,11 +113,29 @@ def test_resume_continues_weights_and_counters(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("field, value, words", [
     ("algo", "a2c", "algo"), ("device", "tpu", "device"), ("precision", "fp16", "precision"),
-    ("max_grad_norm", 0.0, "max_grad_norm"), ("vf_coef", -1.0, "vf_coef")])
+    ("max_grad_norm", 0.0, "max_grad_norm"), ("vf_coef", -1.0, "vf_coef"),
+    ("reward_mode", "points", "reward_mode")])
 def test_bad_options_are_refused_in_one_line(field: str, value: object, words: str) -> None:
     with pytest.raises(ValueError) as info:
         ppo.load_args(None, {field: value})
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("mode, ends", [("win_loss", {-1.0, 1.0}), ("margin", None)])
+def test_reward_mode_sets_what_a_hand_is_worth(mode: str, ends: set[float] | None) -> None:
+    """``reward_mode: win_loss`` trains on +1/0/-1 per hand; the default on the scaled margin."""
+    from train.lean_ppo import LeanPPO, Rollout
+
+    args = ppo.load_args(None, {**TINY, "num_envs": 64, "n_steps": 64, "reward_mode": mode})
+    model = LeanPPO(args, args.rules, make_agent("random", args.rules))
+    model.collect(Rollout.empty(args.n_steps, args.num_envs, model.obs_dim, model.num_actions,
+                                model.device), torch.Generator().manual_seed(0))
+    finals = set(model.margins)
+    assert len(model.margins) > 10, "too few hands ended to tell"
+    if ends is None:
+        assert len(finals) > 3 and all(abs(r) < 10 for r in finals)
+    else:
+        assert finals <= ends | {0.0} and finals & ends
 
 
 def test_bf16_with_maskable_ppo_is_refused() -> None:
