@@ -27,9 +27,13 @@ from numba import njit
 
 from canasta_env.engine.cards import (
     BLACK_THREE,
+    BLACK_THREE_SLOT,
     CANASTA_SIZE,
     CARD_VALUES,
+    FOUR,
     JOKER,
+    NUM_KINDS,
+    NUM_RANK_SLOTS,
     SEVEN,
     SEVEN_SLOT,
     TWO,
@@ -42,12 +46,8 @@ from canasta_env.engine.layout import (
     K_NATURAL,
     K_SEVENS,
     K_WILD,
-    O_CKINDS,
+    NUM_CANASTA_KINDS,
     O_CREDIT,
-    O_HANDS,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
     O_RESSTATE,
     P_B3_MAX,
     P_GO_DISCARD,
@@ -63,6 +63,11 @@ from canasta_env.engine.layout import (
     TF_NO,
     TF_SEVENS_ONLY,
     TF_YES,
+    canasta_kinds_at,
+    hand_at,
+    jokers_at,
+    naturals_at,
+    twos_at,
 )
 from canasta_env.engine.melds import NEG, go_out_value_needed, minimum_shortfall, owner_of
 
@@ -132,9 +137,9 @@ def slot_outcomes(prm, slot, n0, w0, a, b):
 def _spread(states, outcomes):
     """Kind-mask states reachable from ``states`` (bit set) by closing any of ``outcomes``."""
     out = 0
-    for f in range(16):
+    for f in range(1 << NUM_CANASTA_KINDS):
         if (states >> f) & 1:
-            for m in range(16):
+            for m in range(1 << NUM_CANASTA_KINDS):
                 if (outcomes >> m) & 1:
                     out |= 1 << (f | m)
     return out
@@ -144,8 +149,8 @@ def _spread(states, outcomes):
 def owner_kinds(row, prm, owner):
     """Mask of the canasta kinds ``owner`` has closed."""
     have = 0
-    for kind in range(4):
-        if row[prm[O_CKINDS] + owner * 4 + kind] > 0:
+    for kind in range(NUM_CANASTA_KINDS):
+        if row[canasta_kinds_at(prm, owner) + kind] > 0:
             have |= 1 << kind
     return have
 
@@ -155,7 +160,7 @@ def _side_has_sevens(row, prm, side):
     """Whether a side (any of its meld owners) has closed a sevens canasta."""
     sides = prm[P_NSIDES]
     for owner in range(side, prm[P_NOWNERS], sides):
-        if row[prm[O_CKINDS] + owner * 4 + K_SEVENS] > 0:
+        if row[canasta_kinds_at(prm, owner) + K_SEVENS] > 0:
             return True
     return False
 
@@ -185,10 +190,10 @@ def _last_without_sevens(row, prm, player):
 @njit(cache=True)
 def _meld_all(row, prm, owner, h):
     """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     b3 = h[BLACK_THREE]
     if b3 > 0:
-        on_table = row[mnat + 12] + b3
+        on_table = row[mnat + BLACK_THREE_SLOT] + b3
         if on_table < 3 or on_table > prm[P_B3_MAX]:
             return False
     wilds = h[JOKER] + h[TWO]
@@ -200,8 +205,8 @@ def _meld_all(row, prm, owner, h):
         return False
     nat_ok = (have >> K_NATURAL) & 1
     mix_ok = (have >> K_MIXED) & 1
-    for s in range(11):
-        c = h[s + 4]
+    for s in range(NUM_RANK_SLOTS):
+        c = h[s + FOUR]
         n0 = row[mnat + s]
         if n0 == 0 and (c == 1 or (c == 2 and wilds == 0)):
             return False
@@ -215,8 +220,8 @@ def _meld_all(row, prm, owner, h):
     reach = np.zeros(wilds + 1, np.int32)
     nxt = np.zeros(wilds + 1, np.int32)
     reach[0] = 1 << have
-    for s in range(11):
-        c = h[s + 4]
+    for s in range(NUM_RANK_SLOTS):
+        c = h[s + FOUR]
         n0 = row[mnat + s]
         w0 = row[mjok + s] + row[mtwo + s]
         if c == 0 and n0 == 0:  # no meld and no naturals: nothing can go here
@@ -243,7 +248,7 @@ def _meld_all(row, prm, owner, h):
 @njit(cache=True)
 def _credited(h, credit):
     v = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         v += min(h[k], credit[k]) * CARD_VALUES[k]
     return v
 
@@ -257,13 +262,13 @@ def go_out_ok(row, prm):
     if row[prm[O_RESSTATE] + p] != RES_IN_HAND:  # the kitty or foot must have joined the hand
         return False
     owner = owner_of(prm, p)
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
     need_value = go_out_value_needed(row, prm)
     if not prm[P_GO_DISCARD] and _meld_all(row, prm, owner, h):
         if need_value <= 0 or _credited(h, credit) >= need_value:
             return True
-    for d in range(15):
+    for d in range(NUM_KINDS):
         if h[d] == 0 or (d == SEVEN and prm[P_SEVEN_RULE] != 0):  # never a seven (R5, P4)
             continue
         h[d] -= 1
@@ -286,8 +291,8 @@ def discard_ok_after(row, prm, d):
         return False
     if d == SEVEN and prm[P_SEVEN_RULE] != 0:
         return False
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
     h[d] -= 1
     need_value = go_out_value_needed(row, prm)
     ok = _meld_all(row, prm, owner_of(prm, p), h) and (
@@ -309,7 +314,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     a seven when ``need_other``, unless ``lift`` and the melding closes a sevens canasta: the
     mover's side was the last without one, R5/P4); with ``foot``, a melding that closes a canasta
     may keep none (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     wilds = h[JOKER] + h[TWO]
     # state: wilds used, kept cards (capped at 2), a non-seven kept, canastas closed (bit 0: any,
     # bit 1: sevens)
@@ -317,8 +322,8 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     nxt = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
     kept0 = h[BLACK_THREE]
     cur[0, min(kept0, 2), 1 if kept0 > 0 else 0, 0] = 0
-    for s in range(11):
-        k = s + 4
+    for s in range(NUM_RANK_SLOTS):
+        k = s + FOUR
         c = h[k]
         n0 = row[mnat + s]
         w0 = row[mjok + s] + row[mtwo + s]
@@ -376,7 +381,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
 @njit(cache=True)
 def _only_sevens(h):
     total = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         total += h[k]
     return total > 0 and h[SEVEN] == total
 
@@ -389,17 +394,17 @@ def discard_ok(row, prm, keep):
         return False
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    if row[prm[O_MNAT] + owner * 13 + 12] > 0:  # black threes only when going out (C11, R3)
+    if row[naturals_at(prm, owner) + BLACK_THREE_SLOT] > 0:  # black threes only when going out (C11, R3)
         return False
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
     short = minimum_shortfall(row, prm)
     blocked = keep == 2 and sevens_blocked(row, prm)
     lift = blocked and _last_without_sevens(row, prm, p)
     foot = prm[P_RES_PICKUP] == PICKUP_IMMEDIATE and row[prm[O_RESSTATE] + p] == RES_DOWN
     if short == 0:
         total = 0
-        for k in range(15):
+        for k in range(NUM_KINDS):
             total += h[k]
         if total >= keep and (not blocked or total > h[SEVEN]):
             return True
@@ -415,7 +420,7 @@ def only_sevens_left(row, prm):
     """R5, P4: after a meld, the hand holds only sevens while none may be discarded, and did not
     when melding began (a meld may not leave the player so)."""
     p = row[F_CUR]
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
     return (_only_sevens(h) and not row[F_TURN_FLAGS] & TF_SEVENS_ONLY
             and sevens_blocked(row, prm))
 
@@ -424,7 +429,7 @@ def only_sevens_left(row, prm):
 def no_discard_end_ok(row, prm):
     """C27a: the hand held only sevens when melding began and none may be discarded."""
     p = row[F_CUR]
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
     return (bool(row[F_TURN_FLAGS] & TF_SEVENS_ONLY) and sevens_blocked(row, prm)
             and _only_sevens(h) and minimum_shortfall(row, prm) == 0)
 

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from canasta_env.engine import kernels
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
-from canasta_env.engine.cards import KIND_NAMES, NUM_KINDS, NUM_SLOTS
+from canasta_env.engine.cards import KIND_NAMES, NUM_KINDS
 from canasta_env.engine.integrity import (
     BAD_ACTION,
     BAD_CARDS,
@@ -33,6 +33,7 @@ from canasta_env.engine.integrity import (
     find_corrupt,
 )
 from canasta_env.engine.layout import (
+    BLOCK_SHAPE,
     F_ASKER,
     F_CONCEALED,
     F_CUR,
@@ -57,7 +58,6 @@ from canasta_env.engine.layout import (
     F_TURN_VALUE,
     F_WENT_OUT,
     NUM_PARAMS,
-    NUM_PARTS,
     O_CJOK,
     O_CKINDS,
     O_CLOSED,
@@ -168,10 +168,15 @@ class State:
     def _field(self, f: int) -> npt.NDArray[np.int32]:
         return self.data[:, f]
 
-    def _block(self, key: int, *shape: int) -> npt.NDArray[np.int32]:
+    def _block(self, key: int) -> npt.NDArray[np.int32]:
+        """The ``(B, rows, width)`` view of a block of ``layout.ROW_BLOCKS`` (``(B, rows)`` for width
+        1, ``(B, width)`` for a block of the table)."""
+        rows, width = BLOCK_SHAPE[key]
+        assert isinstance(width, int), "stock and pile are read by State.stock and State.pile"
+        per = {"players": self.num_players, "owners": self.num_owners, "sides": self.num_sides, "one": 1}
+        shape = ((per[rows],) if rows != "one" else ()) + ((width,) if width != 1 else ())
         start = int(self.params[key])
-        size = int(np.prod(shape))
-        return self.data[:, start: start + size].reshape(self.num_games, *shape)
+        return self.data[:, start: start + int(np.prod(shape))].reshape(self.num_games, *shape)
 
     current_player = property(lambda self: self._field(F_CUR))  # (B,) seat to move
     phase = property(lambda self: self._field(F_PHASE))  # (B,) layout.PH_*
@@ -196,12 +201,12 @@ class State:
     def credit(self) -> npt.NDArray[np.int32]:
         """(B, 15) cards of each kind whose melding still counts toward the minimum this turn
         (large when no pile was taken: every card counts)."""
-        return self._block(O_CREDIT, NUM_KINDS)
+        return self._block(O_CREDIT)
 
     @property
     def new_this_turn(self) -> npt.NDArray[np.int32]:
         """(B, 13) meld slots the mover's side started this turn."""
-        return self._block(O_NEW, NUM_SLOTS)
+        return self._block(O_NEW)
 
     @property
     def terminated(self) -> npt.NDArray[np.bool_]:
@@ -214,88 +219,88 @@ class State:
     @property
     def hands(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) count of each card kind in each hand."""
-        return self._block(O_HANDS, self.num_players, NUM_KINDS)
+        return self._block(O_HANDS)
 
     @property
     def known(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) cards each player is known to hold (taken from the pile, not yet played)."""
-        return self._block(O_KNOWN, self.num_players, NUM_KINDS)
+        return self._block(O_KNOWN)
 
     @property
     def red_threes(self) -> npt.NDArray[np.int32]:
         """(B, P) red threes laid down by each player."""
-        return self._block(O_RED3, self.num_players)
+        return self._block(O_RED3)
 
     @property
     def has_melded(self) -> npt.NDArray[np.int32]:
         """(B, P) whether each player has melded or added to a meld this hand."""
-        return self._block(O_MELDED, self.num_players)
+        return self._block(O_MELDED)
 
     @property
     def meld_naturals(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) naturals (black threes in slot 12) in each owner's meld of each slot (owner =
         side, or player under G2; owner o belongs to side o % num_sides)."""
-        return self._block(O_MNAT, self.num_owners, NUM_SLOTS)
+        return self._block(O_MNAT)
 
     @property
     def meld_jokers(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MJOK, self.num_owners, NUM_SLOTS)
+        return self._block(O_MJOK)
 
     @property
     def meld_twos(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MTWO, self.num_owners, NUM_SLOTS)
+        return self._block(O_MTWO)
 
     @property
     def reserves(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) each player's kitty or foot while it is not in their hand (R1, P1)."""
-        return self._block(O_RESERVE, self.num_players, NUM_KINDS)
+        return self._block(O_RESERVE)
 
     @property
     def reserve_state(self) -> npt.NDArray[np.int32]:
         """(B, P) layout.RES_*: face down, shown (joins after this turn's discard, R4), in hand."""
-        return self._block(O_RESSTATE, self.num_players)
+        return self._block(O_RESSTATE)
 
     @property
     def closed_canastas(self) -> npt.NDArray[np.int32]:
         """(B, owners, 4) canastas each owner has closed under a meld cap, by kind (layout.K_*:
         natural/red, mixed/black, wild, sevens; R2, P2)."""
-        return self._block(O_CKINDS, self.num_owners, 4)
+        return self._block(O_CKINDS)
 
     @property
     def closed_slots(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) closed canastas per meld slot (R2)."""
-        return self._block(O_CLOSED, self.num_owners, NUM_SLOTS)
+        return self._block(O_CLOSED)
 
     @property
     def closed_jokers(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) jokers in each owner's closed canastas of each slot (the rest of their
         seven cards are twos and naturals of the slot's rank)."""
-        return self._block(O_CJOK, self.num_owners, NUM_SLOTS)
+        return self._block(O_CJOK)
 
     @property
     def closed_twos(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) twos in each owner's closed canastas of each slot."""
-        return self._block(O_CTWO, self.num_owners, NUM_SLOTS)
+        return self._block(O_CTWO)
 
     @property
     def opened(self) -> npt.NDArray[np.int32]:
         """(B, sides) whether each side has met its initial-meld minimum this hand."""
-        return self._block(O_OPENED, self.num_sides)
+        return self._block(O_OPENED)
 
     @property
     def scores(self) -> npt.NDArray[np.int32]:
         """(B, sides) cumulative game scores."""
-        return self._block(O_SCORE, self.num_sides)
+        return self._block(O_SCORE)
 
     @property
     def hand_scores(self) -> npt.NDArray[np.int32]:
         """(B, sides) score of the last scored hand."""
-        return self._block(O_HSCORE, self.num_sides)
+        return self._block(O_HSCORE)
 
     @property
     def score_parts(self) -> npt.NDArray[np.int32]:
         """(B, sides, 5) parts of the last hand score (layout.PART_NAMES)."""
-        return self._block(O_PARTS, self.num_sides, NUM_PARTS)
+        return self._block(O_PARTS)
 
     def row_index(self, b: object, what: str = "row") -> int:
         """``b`` as a row of this batch: an integer in ``[0, num_games)`` (negative indices are

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import BLACK_THREE, JOKER, RED_THREE, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    JOKER,
+    NUM_KINDS,
+    NUM_SLOTS,
+    RED_THREE,
+    TWO,
+)
 from canasta_env.engine.layout import (
     EV_FROZEN_UPCARD,
     F_ASKER,
@@ -36,13 +43,11 @@ from canasta_env.engine.layout import (
     HEADER,
     O_CREDIT,
     O_DECKCOUNT,
-    O_HANDS,
     O_MELDED,
     O_NEW,
     O_OPENED,
     O_PILE,
     O_RED3,
-    O_RESERVE,
     O_RESSTATE,
     O_SCORE,
     O_STOCK,
@@ -62,6 +67,8 @@ from canasta_env.engine.layout import (
     RES_IN_HAND,
     ST_LIVE,
     TF_MELDED_BEFORE,
+    hand_at,
+    reserve_at,
 )
 from canasta_env.engine.melds import side_of
 from canasta_env.engine.rng import deal_key, next_below
@@ -91,8 +98,8 @@ def start_turn(row, prm, player):
     side = side_of(prm, player)
     row[F_NEEDS_MIN] = 1 - row[prm[O_OPENED] + side]
     row[F_MINIMUM] = minimum_for(prm, row[prm[O_SCORE] + side])
-    row[prm[O_NEW]: prm[O_NEW] + 13] = 0
-    row[prm[O_CREDIT]: prm[O_CREDIT] + 15] = CREDIT_ALL
+    row[prm[O_NEW]: prm[O_NEW] + NUM_SLOTS] = 0
+    row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS] = CREDIT_ALL
 
 
 @njit(cache=True)
@@ -100,7 +107,7 @@ def shuffled_order(prm, seed_lo, seed_hi, deal_row, deal_index, hand_no, out):
     """Fill ``out`` with the deck in dealing order (top = last) and return the dealer."""
     counts = deck_counts(prm)
     pos = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         for _ in range(counts[k]):
             out[pos] = k
             pos += 1
@@ -115,7 +122,7 @@ def shuffled_order(prm, seed_lo, seed_hi, deal_row, deal_index, hand_no, out):
 @njit(cache=True)
 def deck_counts(prm):
     """Count of each kind in the deck (C1)."""
-    counts = np.full(15, 4 * prm[P_PACKS], np.int64)
+    counts = np.full(NUM_KINDS, 4 * prm[P_PACKS], np.int64)
     counts[JOKER] = prm[P_JOKERS]
     counts[RED_THREE] = 2 * prm[P_PACKS]
     counts[BLACK_THREE] = 2 * prm[P_PACKS]
@@ -161,30 +168,29 @@ def deal_from_order(row, prm, order, dealer):
     deck = prm[P_DECK]
     counts = deck_counts(prm)
     maxk = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         row[prm[O_DECKCOUNT] + k] = counts[k]
         maxk = max(maxk, counts[k])
     row[F_MAX_KIND] = maxk
     row[prm[O_STOCK]: prm[O_STOCK] + deck] = order[:deck]
     row[F_STOCK_LEN] = deck
     row[F_DEALER] = dealer
-    hands = prm[O_HANDS]
     for _ in range(prm[P_HAND_SIZE]):
         for j in range(n):
             p = (dealer + 1 + j) % n
-            row[hands + p * 15 + pop_stock(row, prm)] += 1
+            row[hand_at(prm, p) + pop_stock(row, prm)] += 1
     for _ in range(prm[P_RES_SIZE]):  # the kitty or foot, face down (R1, P1)
         for j in range(n):
             p = (dealer + 1 + j) % n
-            row[prm[O_RESERVE] + p * 15 + pop_stock(row, prm)] += 1
+            row[reserve_at(prm, p) + pop_stock(row, prm)] += 1
     for p in range(n):
         row[prm[O_RESSTATE] + p] = RES_DOWN if prm[P_RES_SIZE] > 0 else RES_IN_HAND
     for j in range(n):
         p = (dealer + 1 + j) % n
-        while row[hands + p * 15 + RED_THREE] > 0:
-            row[hands + p * 15 + RED_THREE] -= 1
+        while row[hand_at(prm, p) + RED_THREE] > 0:
+            row[hand_at(prm, p) + RED_THREE] -= 1
             row[prm[O_RED3] + p] += 1
-            row[hands + p * 15 + pop_stock(row, prm)] += 1
+            row[hand_at(prm, p) + pop_stock(row, prm)] += 1
     return turn_upcard(row, prm)
 
 

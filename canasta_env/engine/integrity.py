@@ -24,6 +24,8 @@ from canasta_env.engine.cards import (
     CANASTA_SIZE,
     FOUR,
     JOKER,
+    NUM_KINDS,
+    NUM_SLOTS,
     RED_THREE,
     TWO,
     WILD_SLOT,
@@ -55,6 +57,9 @@ from canasta_env.engine.layout import (
     PH_ANSWER,
     PH_OVER,
     ST_LIVE,
+    hand_at,
+    reserve_at,
+    slot_of,
 )
 from canasta_env.engine.turn import meld_cards
 
@@ -102,8 +107,8 @@ def _cards_ok(row, start, length, code, counts, report):
     """The ``length`` card kinds from ``start`` (stock or pile) are kinds; count them."""
     for i in range(length):
         c = row[start + i]
-        if not 0 <= c < 15:
-            return _bad(report, code, i, -1, c, 0, 14)
+        if not 0 <= c < NUM_KINDS:
+            return _bad(report, code, i, -1, c, 0, NUM_KINDS - 1)
         counts[c] += 1
     return True
 
@@ -128,15 +133,15 @@ def _block_ok(row, start, rows, cols, code, high, report):
 def _counts_ok(row, prm, report):
     """No card count is negative or beyond the deck size."""
     n, owners, deck = prm[P_NPLAYERS], prm[P_NOWNERS], prm[P_DECK]
-    return (_block_ok(row, prm[O_HANDS], n, 15, BAD_HANDS, deck, report)
-            and _block_ok(row, prm[O_RESERVE], n, 15, BAD_RESERVES, deck, report)
+    return (_block_ok(row, prm[O_HANDS], n, NUM_KINDS, BAD_HANDS, deck, report)
+            and _block_ok(row, prm[O_RESERVE], n, NUM_KINDS, BAD_RESERVES, deck, report)
             and _block_ok(row, prm[O_RED3], n, 1, BAD_RED3, deck, report)
-            and _block_ok(row, prm[O_MNAT], owners, 13, BAD_MNAT, deck, report)
-            and _block_ok(row, prm[O_MJOK], owners, 13, BAD_MJOK, deck, report)
-            and _block_ok(row, prm[O_MTWO], owners, 13, BAD_MTWO, deck, report)
-            and _block_ok(row, prm[O_CLOSED], owners, 13, BAD_CLOSED, deck, report)
-            and _block_ok(row, prm[O_CJOK], owners, 13, BAD_CJOK, deck, report)
-            and _block_ok(row, prm[O_CTWO], owners, 13, BAD_CTWO, deck, report))
+            and _block_ok(row, prm[O_MNAT], owners, NUM_SLOTS, BAD_MNAT, deck, report)
+            and _block_ok(row, prm[O_MJOK], owners, NUM_SLOTS, BAD_MJOK, deck, report)
+            and _block_ok(row, prm[O_MTWO], owners, NUM_SLOTS, BAD_MTWO, deck, report)
+            and _block_ok(row, prm[O_CLOSED], owners, NUM_SLOTS, BAD_CLOSED, deck, report)
+            and _block_ok(row, prm[O_CJOK], owners, NUM_SLOTS, BAD_CJOK, deck, report)
+            and _block_ok(row, prm[O_CTWO], owners, NUM_SLOTS, BAD_CTWO, deck, report))
 
 
 @njit(cache=True)
@@ -145,19 +150,19 @@ def _count_table(row, prm, counts, report):
     slot holds cards it never can (naturals in the wild slot, a closed black-three canasta, a
     closed canasta with more wilds than cards)."""
     n, owners = prm[P_NPLAYERS], prm[P_NOWNERS]
-    hands = row[prm[O_HANDS]: prm[O_HANDS] + n * 15]
-    reserves = row[prm[O_RESERVE]: prm[O_RESERVE] + n * 15]
+    hands = row[hand_at(prm, 0): hand_at(prm, n)]
+    reserves = row[reserve_at(prm, 0): reserve_at(prm, n)]
     for p in range(n):
-        for k in range(15):
-            counts[k] += hands[p * 15 + k] + reserves[p * 15 + k]
+        for k in range(NUM_KINDS):
+            counts[k] += hands[p * NUM_KINDS + k] + reserves[p * NUM_KINDS + k]
         counts[RED_THREE] += row[prm[O_RED3] + p]
-    size = owners * 13
+    size = owners * NUM_SLOTS
     mnat, mjok = row[prm[O_MNAT]: prm[O_MNAT] + size], row[prm[O_MJOK]: prm[O_MJOK] + size]
     mtwo, closed = row[prm[O_MTWO]: prm[O_MTWO] + size], row[prm[O_CLOSED]: prm[O_CLOSED] + size]
     cjok, ctwo = row[prm[O_CJOK]: prm[O_CJOK] + size], row[prm[O_CTWO]: prm[O_CTWO] + size]
     for o in range(owners):
-        for s in range(13):
-            m = o * 13 + s
+        for s in range(NUM_SLOTS):
+            m = slot_of(o, s)
             counts[JOKER] += mjok[m] + cjok[m]
             counts[TWO] += mtwo[m] + ctwo[m]
             closed_nat = CANASTA_SIZE * closed[m] - cjok[m] - ctwo[m]
@@ -165,7 +170,7 @@ def _count_table(row, prm, counts, report):
                 return _bad(report, BAD_CLOSED_CARDS, o, s, closed_nat, 0, 0)
             if s < WILD_SLOT:
                 counts[s + FOUR] += mnat[m] + closed_nat
-        w, b3 = o * 13 + WILD_SLOT, o * 13 + BLACK_THREE_SLOT
+        w, b3 = slot_of(o, WILD_SLOT), slot_of(o, BLACK_THREE_SLOT)
         if mnat[w] != 0:
             return _bad(report, BAD_MNAT, o, WILD_SLOT, mnat[w], 0, 0)
         wild_nat = CANASTA_SIZE * closed[w] - cjok[w] - ctwo[w]
@@ -186,7 +191,7 @@ def _row_ok(row, prm, deck, counts, report):
             and _cards_ok(row, prm[O_PILE], row[F_PILE_LEN], BAD_PILE, counts, report)
             and _count_table(row, prm, counts, report)):
         return False
-    for k in range(15):
+    for k in range(NUM_KINDS):
         if counts[k] != deck[k]:
             return _bad(report, BAD_CARDS, k, -1, counts[k], deck[k], deck[k])
     return True
@@ -222,7 +227,7 @@ def _action_ok(row, prm, mask, a, report):
     if row[F_STATUS] != ST_LIVE or a < 0 or a >= A.NUM_ACTIONS or not mask[a]:
         return True  # the kernel leaves the row as it is (no-op or illegal)
     kind, naturals, jokers, twos = _cards_needed(row, prm, a)
-    hand = prm[O_HANDS] + row[F_CUR] * 15
+    hand = hand_at(prm, row[F_CUR])
     if kind < 0 or row[hand + kind] < naturals or row[hand + JOKER] < jokers \
             or row[hand + TWO] < twos:
         return _bad(report, BAD_ACTION, a, -1, 1, 0, 0)
@@ -240,7 +245,7 @@ def find_corrupt(data, prm, expected_prm, masks, rows, actions, report):
             _bad(report, BAD_PARAMS, i, -1, prm[i], expected_prm[i], expected_prm[i])
             return -2
     deck = deck_counts(prm)
-    counts = np.zeros(15, np.int64)
+    counts = np.zeros(NUM_KINDS, np.int64)
     for r in range(rows.shape[0]):
         b = rows[r]
         if not _row_ok(data[b], prm, deck, counts, report):

@@ -9,6 +9,7 @@ arrays (row data and parameters) instead of many typed arguments (docs/engine.md
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
 from canasta_env.rules import RuleSet
@@ -114,6 +115,102 @@ P_NOWNERS = 66  # meld owners: the sides (C14), or the players under meld_owners
 NUM_PARAMS = 82
 NUM_PARTS = 5  # score parts per side (C32): melded cards, canasta bonuses, red threes, going out, hand
 PART_NAMES = ("melds", "canastas", "red_threes", "going_out", "hand")
+PART_MELDS, PART_CANASTAS, PART_RED_THREES, PART_GOING_OUT, PART_HAND = range(NUM_PARTS)
+NUM_CANASTA_KINDS = len(KIND_BONUS_NAMES)
+
+# ---- the game row after its header: the blocks in order, as (offset entry, one row per, width) ----
+# One row per player, meld owner (side, or player under G2), side, or one for the table; a width
+# is a count of columns or "deck" (a card slot per card of the deck, bottom first). ``pack_params``
+# computes the offsets from it, ``State`` its array views, and the kernels reach a block through
+# the accessors below.
+ROW_BLOCKS: tuple[tuple[int, str, int | str], ...] = (
+    (O_HANDS, "players", NUM_KINDS),  # cards of each kind in each hand
+    (O_KNOWN, "players", NUM_KINDS),  # of those, taken from the pile and not yet played
+    (O_RED3, "players", 1),  # red threes laid down
+    (O_MELDED, "players", 1),  # melded or added this hand
+    (O_MNAT, "owners", NUM_SLOTS),  # naturals in each meld slot
+    (O_MJOK, "owners", NUM_SLOTS),  # jokers in each meld slot
+    (O_MTWO, "owners", NUM_SLOTS),  # twos in each meld slot
+    (O_NEW, "one", NUM_SLOTS),  # slots the mover's side started this turn
+    (O_OPENED, "sides", 1),  # met the initial-meld minimum this hand
+    (O_SCORE, "sides", 1),  # game score
+    (O_HSCORE, "sides", 1),  # score of the last scored hand
+    (O_PARTS, "sides", NUM_PARTS),  # its parts (PART_*)
+    (O_CREDIT, "one", NUM_KINDS),  # cards whose melding still counts toward the minimum (C17)
+    (O_STOCK, "one", "deck"),
+    (O_PILE, "one", "deck"),
+    (O_DECKCOUNT, "one", NUM_KINDS),  # the deck's count of each kind
+    (O_RESERVE, "players", NUM_KINDS),  # kitty or foot while not in hand (R1, P1)
+    (O_RESSTATE, "players", 1),  # RES_*
+    (O_CLOSED, "owners", NUM_SLOTS),  # canastas closed under a meld cap, per slot (R2)
+    (O_CKINDS, "owners", NUM_CANASTA_KINDS),  # the same by canasta kind (K_*)
+    (O_CJOK, "owners", NUM_SLOTS),  # jokers in those closed canastas
+    (O_CTWO, "owners", NUM_SLOTS),  # twos in those closed canastas
+)
+BLOCK_SHAPE = {key: (rows, width) for key, rows, width in ROW_BLOCKS}
+
+
+# ---- where a block's row starts in a game row (kernels: ``row[hand_at(prm, p) + kind]``) ------
+@njit(cache=True)
+def hand_at(prm, p):
+    return prm[O_HANDS] + p * NUM_KINDS
+
+
+@njit(cache=True)
+def known_at(prm, p):
+    return prm[O_KNOWN] + p * NUM_KINDS
+
+
+@njit(cache=True)
+def reserve_at(prm, p):
+    return prm[O_RESERVE] + p * NUM_KINDS
+
+
+@njit(cache=True)
+def naturals_at(prm, owner):
+    return prm[O_MNAT] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def jokers_at(prm, owner):
+    return prm[O_MJOK] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def twos_at(prm, owner):
+    return prm[O_MTWO] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def closed_at(prm, owner):
+    return prm[O_CLOSED] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def closed_jokers_at(prm, owner):
+    return prm[O_CJOK] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def closed_twos_at(prm, owner):
+    return prm[O_CTWO] + owner * NUM_SLOTS
+
+
+@njit(cache=True)
+def canasta_kinds_at(prm, owner):
+    return prm[O_CKINDS] + owner * NUM_CANASTA_KINDS
+
+
+@njit(cache=True)
+def parts_at(prm, side):
+    return prm[O_PARTS] + side * NUM_PARTS
+
+
+@njit(cache=True)
+def slot_of(owner, slot):
+    """Index of an owner's meld slot within a per-owner block (``row[prm[O_MNAT] + slot_of(o, s)]``)."""
+    return owner * NUM_SLOTS + slot
+
 MIN_TABLE_NEG_INF = -(1 << 30)
 
 RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never")
@@ -175,23 +272,14 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     for i, (lower, minimum) in enumerate(table):
         p[P_MTAB_LO + i] = MIN_TABLE_NEG_INF if lower is None else lower
         p[P_MTAB_MIN + i] = minimum
-    deck = r.deck_size
-    sizes = [
-        (O_HANDS, n * NUM_KINDS), (O_KNOWN, n * NUM_KINDS), (O_RED3, n), (O_MELDED, n),
-        (O_MNAT, owners * NUM_SLOTS), (O_MJOK, owners * NUM_SLOTS), (O_MTWO, owners * NUM_SLOTS),
-        (O_NEW, NUM_SLOTS), (O_OPENED, sides), (O_SCORE, sides), (O_HSCORE, sides),
-        (O_PARTS, sides * NUM_PARTS), (O_CREDIT, NUM_KINDS), (O_STOCK, deck), (O_PILE, deck),
-        (O_DECKCOUNT, NUM_KINDS), (O_RESERVE, n * NUM_KINDS), (O_RESSTATE, n),
-        (O_CLOSED, owners * NUM_SLOTS), (O_CKINDS, owners * 4), (O_CJOK, owners * NUM_SLOTS),
-        (O_CTWO, owners * NUM_SLOTS),
-    ]
+    per = {"players": n, "owners": owners, "sides": sides, "one": 1}
     pos = HEADER
-    for key, size in sizes:
+    for key, rows, width in ROW_BLOCKS:
         p[key] = pos
-        pos += size
+        pos += per[rows] * (r.deck_size if width == "deck" else int(width))
     p[P_WIDTH] = pos
     counts = kinds_per_pack(r.jokers, r.packs)
-    assert counts.sum() == deck
+    assert counts.sum() == r.deck_size
     return p
 
 

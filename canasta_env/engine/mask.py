@@ -10,7 +10,18 @@ from numba import njit
 
 from canasta_env.engine import actions as A
 from canasta_env.engine import capped
-from canasta_env.engine.cards import BLACK_THREE, FOUR, JOKER, RED_THREE, SEVEN, TWO, WILD_SLOT
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    BLACK_THREE_SLOT,
+    FOUR,
+    JOKER,
+    NUM_KINDS,
+    NUM_RANK_SLOTS,
+    RED_THREE,
+    SEVEN,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.layout import (
     F_ASKER,
     F_CUR,
@@ -25,8 +36,6 @@ from canasta_env.engine.layout import (
     F_TURN_MELDS,
     F_TURN_VALUE,
     O_CREDIT,
-    O_HANDS,
-    O_KNOWN,
     O_MELDED,
     O_MJOK,
     O_MNAT,
@@ -51,6 +60,12 @@ from canasta_env.engine.layout import (
     TF_ASKED,
     TF_NO,
     TF_YES,
+    hand_at,
+    jokers_at,
+    known_at,
+    naturals_at,
+    slot_of,
+    twos_at,
 )
 from canasta_env.engine.melds import (
     _meld_everything,
@@ -121,15 +136,15 @@ def _take_shapes(row, prm, out):
         return -1
     p = row[F_CUR]
     side = side_of(prm, p)
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     if prm[P_FORBID_SINGLE] and n == 1 and hand_size(row, prm, p) == 1:  # C25
         return -1
     opened = row[prm[O_OPENED] + side] == 1
     if prm[P_PILE_REQ_OPEN] and not opened:  # C23 option
         return -1
     frozen = row[F_PILE_FROZEN] == 1 or not opened  # C20
-    slot = top - 4
-    m = owner_of(prm, p) * 13 + slot
+    slot = top - FOUR
+    m = slot_of(owner_of(prm, p), slot)
     has_meld = row[prm[O_MNAT] + m] > 0
     held = row[hand + top]
     out[TAKE_PAIR] = held >= 2
@@ -211,22 +226,22 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
     melds, and black threes when going out (R3)."""
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     jokers, twos = row[hand + JOKER], row[hand + TWO]
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     # When the minimum is no concern, a meld that keeps two cards, one of them discardable, is legal.
     easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
-            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + 12] == 0)
+            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + BLACK_THREE_SLOT] == 0)
     total = hand_size(row, prm, p)
     keep = 1 if final else 2
     spare = total - keep if easy else -100
     spare_other = spare + 1  # cards beyond one discardable card
     if easy and not final and capped.sevens_blocked(row, prm):
         spare_other = total - row[hand + SEVEN] - 1
-    for s in range(11):
-        c = row[hand + s + 4]
+    for s in range(NUM_RANK_SLOTS):
+        c = row[hand + s + FOUR]
         n0 = row[mnat + s]
-        sv = 1 if s + 4 == SEVEN else 0  # sevens used per natural
+        sv = 1 if s + FOUR == SEVEN else 0  # sevens used per natural
         if n0 == 0:
             if c >= 3:
                 _capped_consider(row, prm, mask, scratch, A.MELD_NNN + s, final, spare,
@@ -249,43 +264,43 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
                 if twos:
                     _capped_consider(row, prm, mask, scratch, A.ADD_TWO + s, final, spare,
                                      spare_other, 1, 0)
-    if row[mjok + 11] + row[mtwo + 11] == 0:
+    if row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] == 0:
         for j in range(4):
             if jokers >= j and twos >= 3 - j:
                 _capped_consider(row, prm, mask, scratch, A.MELD_WILD + j, final, spare,
                                  spare_other, 3, 0)
     else:
         if jokers:
-            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + 11, final, spare,
+            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + WILD_SLOT, final, spare,
                              spare_other, 1, 0)
         if twos:
-            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + 11, final, spare,
+            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + WILD_SLOT, final, spare,
                              spare_other, 1, 0)
     if final:
         return
     b3 = row[hand + BLACK_THREE]
-    if row[mnat + 12] == 0 and b3 >= 3:
-        _try_capped(row, prm, mask, scratch, A.MELD_NNN + 12, final)
-    elif row[mnat + 12] > 0 and b3 >= 1 and row[mnat + 12] < prm[P_B3_MAX]:
-        _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + 12, final)
+    if row[mnat + BLACK_THREE_SLOT] == 0 and b3 >= 3:
+        _try_capped(row, prm, mask, scratch, A.MELD_NNN + BLACK_THREE_SLOT, final)
+    elif row[mnat + BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + BLACK_THREE_SLOT] < prm[P_B3_MAX]:
+        _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + BLACK_THREE_SLOT, final)
 
 
 @njit(cache=True)
 def _capped_discards(row, prm, mask):
     """A discard ends the turn (no seven while the seven rule holds, R5/P4) or goes out."""
     p = row[F_CUR]
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     if hand_size(row, prm, p) >= 2:
         flags = row[F_TURN_FLAGS]
-        if (flags & TF_YES or row[prm[O_MNAT] + owner_of(prm, p) * 13 + 12] > 0
+        if (flags & TF_YES or row[naturals_at(prm, owner_of(prm, p)) + BLACK_THREE_SLOT] > 0
                 or minimum_shortfall(row, prm) > 0):
             return
         blocked = capped.sevens_blocked(row, prm)
-        for k in range(15):
+        for k in range(NUM_KINDS):
             if row[hand + k] > 0 and not (blocked and k == SEVEN):
                 mask[A.DISCARD + k] = True
         return
-    for k in range(15):
+    for k in range(NUM_KINDS):
         if row[hand + k] > 0:
             mask[A.DISCARD + k] = capped.discard_ok_after(row, prm, k)
 
@@ -298,10 +313,10 @@ def _try_meld(row, prm, mask, action, final):
     owner = owner_of(prm, p)
     slot, _, _, _ = meld_cards(action)
     kind = slot + FOUR if slot < WILD_SLOT else BLACK_THREE
-    hand = prm[O_HANDS] + p * 15
-    known = prm[O_KNOWN] + p * 15
+    hand = hand_at(prm, p)
+    known = known_at(prm, p)
     credit = prm[O_CREDIT]
-    m = owner * 13 + slot
+    m = slot_of(owner, slot)
     saved_cards = (row[hand + kind], row[hand + JOKER], row[hand + TWO],
                    row[credit + kind], row[credit + JOKER], row[credit + TWO],
                    row[known + kind], row[known + JOKER], row[known + TWO])
@@ -338,15 +353,15 @@ def _meld_phase(row, prm, mask, scratch, final):
     finishable."""
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     jokers, twos = row[hand + JOKER], row[hand + TWO]
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     # When the minimum is no concern, a meld that leaves enough cards to discard is always legal.
     easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
-            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + 12] == 0)
+            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + BLACK_THREE_SLOT] == 0)
     spare = hand_size(row, prm, p) - (1 if final else 2) if easy else -1
-    for s in range(11):
-        c = row[hand + s + 4]
+    for s in range(NUM_RANK_SLOTS):
+        c = row[hand + s + FOUR]
         n0 = row[mnat + s]
         if n0 == 0:
             if c >= 3:
@@ -367,10 +382,10 @@ def _meld_phase(row, prm, mask, scratch, final):
     if final:
         return
     b3 = row[hand + BLACK_THREE]
-    if row[mnat + 12] == 0 and b3 >= 3:  # C11: only in a turn that goes out
-        _try_meld(row, prm, mask, A.MELD_NNN + 12, final)
-    elif row[mnat + 12] > 0 and b3 >= 1 and row[mnat + 12] < prm[P_B3_MAX]:
-        _try_meld(row, prm, mask, A.ADD_NATURAL + 12, final)
+    if row[mnat + BLACK_THREE_SLOT] == 0 and b3 >= 3:  # C11: only in a turn that goes out
+        _try_meld(row, prm, mask, A.MELD_NNN + BLACK_THREE_SLOT, final)
+    elif row[mnat + BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + BLACK_THREE_SLOT] < prm[P_B3_MAX]:
+        _try_meld(row, prm, mask, A.ADD_NATURAL + BLACK_THREE_SLOT, final)
 
 
 @njit(cache=True)
@@ -378,23 +393,23 @@ def _discards(row, prm, mask):
     """A discard ends the turn (hand >= 2 and the turn's melds complete) or goes out (C19, C28)."""
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     total = hand_size(row, prm, p)
     flags = row[F_TURN_FLAGS]
     if total >= 2:
-        ok = (not (flags & TF_YES) and row[prm[O_MNAT] + owner * 13 + 12] == 0
+        ok = (not (flags & TF_YES) and row[naturals_at(prm, owner) + BLACK_THREE_SLOT] == 0
               and minimum_shortfall(row, prm) == 0)
         if ok:
-            for k in range(15):
+            for k in range(NUM_KINDS):
                 if row[hand + k] > 0:
                     mask[A.DISCARD + k] = True
         return
     if flags & TF_NO:
         return
-    for k in range(15):
+    for k in range(NUM_KINDS):
         if row[hand + k] > 0:
-            h = row[hand: hand + 15]
-            credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+            h = row[hand: hand + NUM_KINDS]
+            credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
             h[k] -= 1
             need = go_out_value_needed(row, prm)
             mask[A.DISCARD + k] = _meld_everything(row, prm, owner, h, credit, need)

@@ -22,18 +22,27 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import BLACK_THREE, BLACK_THREE_SLOT, CANASTA_SIZE, CARD_VALUES, JOKER, TWO
+from canasta_env.engine.cards import (
+    BLACK_THREE,
+    BLACK_THREE_SLOT,
+    CANASTA_SIZE,
+    CARD_VALUES,
+    FOUR,
+    JOKER,
+    NUM_KINDS,
+    NUM_RANK_SLOTS,
+    NUM_SLOTS,
+    TWO,
+    WILD_SLOT,
+)
 from canasta_env.engine.layout import (
     F_CUR,
     F_MINIMUM,
     F_NEEDS_MIN,
     F_TURN_FLAGS,
     F_TURN_VALUE,
-    O_CLOSED,
     O_CREDIT,
-    O_HANDS,
     O_MJOK,
-    O_MNAT,
     O_MTWO,
     P_B3_MAX,
     P_CONC_MIN,
@@ -46,6 +55,12 @@ from canasta_env.engine.layout import (
     TF_NO,
     TF_TOOK,
     TF_YES,
+    closed_at,
+    hand_at,
+    jokers_at,
+    naturals_at,
+    slot_of,
+    twos_at,
 )
 
 NEG = -(1 << 30)
@@ -81,8 +96,8 @@ def _best_pairs(row, mnat, h, credit, count):
     taken = 0  # bit set of slots already chosen
     for _ in range(count):
         best, best_slot = -1, -1
-        for s in range(11):
-            k = s + 4
+        for s in range(NUM_RANK_SLOTS):
+            k = s + FOUR
             if h[k] == 2 and row[mnat + s] == 0 and not (taken >> s) & 1:
                 v = min(2, credit[k]) * CARD_VALUES[k]
                 if v > best:
@@ -95,14 +110,14 @@ def _best_pairs(row, mnat, h, credit, count):
 @njit(cache=True)
 def _free_value(row, prm, owner, h, credit):
     """Best credited value meldable from ``h`` with no cards kept, and the cards left over."""
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     value = 0
     melded = 0
     places = 0
     npairs = 0
     pairs_value = 0
-    for s in range(11):
-        k = s + 4
+    for s in range(NUM_RANK_SLOTS):
+        k = s + FOUR
         c = h[k]
         cv = min(c, credit[k]) * CARD_VALUES[k]
         n0 = row[mnat + s]
@@ -133,7 +148,7 @@ def _free_value(row, prm, owner, h, credit):
     value += t2 * CARD_VALUES[TWO]
     melded += placed
     total = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         total += h[k]
     return value, total - melded
 
@@ -161,7 +176,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
     if left >= keep:
         return value
     best = NEG
-    for k in range(15):
+    for k in range(NUM_KINDS):
         if h[k] == 0:
             continue
         v, left1 = _held_back(row, prm, owner, h, credit, k)
@@ -171,7 +186,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
         h[k] -= 1
         old = credit[k]
         credit[k] = min(old, h[k])
-        for k2 in range(15):
+        for k2 in range(NUM_KINDS):
             if h[k2] > 0:
                 v2, _ = _held_back(row, prm, owner, h, credit, k2)
                 best = max(best, v2)
@@ -184,7 +199,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
 def _all_in(row, mnat, mjok, mtwo, h, s):
     """(naturals, wilds) of slot s's meld once every natural of its rank in hand joins it;
     (-1, 0) if those naturals cannot form a meld by themselves (fewer than three, no meld)."""
-    c = h[s + 4]
+    c = h[s + FOUR]
     n0 = row[mnat + s]
     if n0 > 0:
         return n0 + c, row[mjok + s] + row[mtwo + s]
@@ -198,7 +213,7 @@ def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
     """Whether ``free`` spare wilds can complete ``need`` more canastas once every natural in hand
     is melded: fill the melds closest to seven first."""
     for d in range(1, CANASTA_SIZE):
-        for s in range(11):
+        for s in range(NUM_RANK_SLOTS):
             n, w = _all_in(row, mnat, mjok, mtwo, h, s)
             if n > 0 and n + w == CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
                 free -= d
@@ -211,16 +226,16 @@ def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
 @njit(cache=True)
 def _meld_everything(row, prm, owner, h, credit, need_value):
     """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     pairs = 0
     places = 0
     canastas = 0
-    for s in range(11):
+    for s in range(NUM_RANK_SLOTS):
         n, w = _all_in(row, mnat, mjok, mtwo, h, s)
         if n == 0:
             continue
         if n < 0:
-            if h[s + 4] == 1:
+            if h[s + FOUR] == 1:
                 return False
             pairs += 1  # two naturals: a wild must join them
             places += wild_room(prm, 2, 1)
@@ -243,7 +258,7 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
         return False
     if need_value > 0:
         v = 0
-        for k in range(15):
+        for k in range(NUM_KINDS):
             v += min(h[k], credit[k]) * CARD_VALUES[k]
         if v < need_value:
             return False
@@ -267,12 +282,12 @@ def go_out_ok(row, prm):
         return False
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
     need_value = go_out_value_needed(row, prm)
     if not prm[P_GO_DISCARD] and _meld_everything(row, prm, owner, h, credit, need_value):
         return True
-    for d in range(15):
+    for d in range(NUM_KINDS):
         if h[d] > 0:
             h[d] -= 1
             old = credit[d]
@@ -288,12 +303,12 @@ def go_out_ok(row, prm):
 @njit(cache=True)
 def owner_has_meld(row, prm, owner):
     """Whether ``owner`` has any meld on the table, open or closed (R2)."""
-    mnat = prm[O_MNAT] + owner * 13
-    closed = prm[O_CLOSED] + owner * 13
-    for s in range(13):
+    mnat = naturals_at(prm, owner)
+    closed = closed_at(prm, owner)
+    for s in range(NUM_SLOTS):
         if row[mnat + s] > 0 or row[closed + s] > 0:
             return True
-    wild = owner * 13 + 11  # a wild-only meld holds no naturals
+    wild = slot_of(owner, WILD_SLOT)  # a wild-only meld holds no naturals
     return row[prm[O_MJOK] + wild] + row[prm[O_MTWO] + wild] > 0
 
 
@@ -315,18 +330,18 @@ def discard_path_ok(row, prm, keep):
         return False
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    if row[prm[O_MNAT] + owner * 13 + BLACK_THREE_SLOT] > 0:
+    if row[naturals_at(prm, owner) + BLACK_THREE_SLOT] > 0:
         return False
-    h = row[prm[O_HANDS] + p * 15: prm[O_HANDS] + p * 15 + 15]
+    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
     total = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         total += h[k]
     if total < keep:
         return False
     short = minimum_shortfall(row, prm)
     if short == 0:
         return True
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + 15]
+    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
     return max_meld_value(row, prm, owner, h, credit, keep) >= short
 
 

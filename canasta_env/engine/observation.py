@@ -18,6 +18,10 @@ from numba import njit
 
 from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.capped import sevens_blocked
+from canasta_env.engine.cards import (
+    NUM_KINDS,
+    NUM_SLOTS,
+)
 from canasta_env.engine.deal import minimum_for
 from canasta_env.engine.layout import (
     F_CUR,
@@ -31,19 +35,13 @@ from canasta_env.engine.layout import (
     F_STOCK_LEN,
     F_TURN_FLAGS,
     F_TURN_VALUE,
+    NUM_CANASTA_KINDS,
     NUM_PARAMS,
-    O_CKINDS,
     O_CREDIT,
-    O_HANDS,
-    O_KNOWN,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
     O_NEW,
     O_OPENED,
     O_PILE,
     O_RED3,
-    O_RESERVE,
     O_RESSTATE,
     O_SCORE,
     P_CAP,
@@ -58,6 +56,13 @@ from canasta_env.engine.layout import (
     P_RES_SIZE,
     P_TARGET,
     RES_SHOWN,
+    canasta_kinds_at,
+    hand_at,
+    jokers_at,
+    known_at,
+    naturals_at,
+    reserve_at,
+    twos_at,
 )
 
 SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
@@ -77,7 +82,7 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
     n, s, o = int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS])
     variant = [
-        Piece("closed_canastas", (o, 4), 0, 1,
+        Piece("closed_canastas", (o, NUM_CANASTA_KINDS), 0, 1,
               "closed canastas per owner (own first): natural, mixed, wild, sevens / 8, clipped"),
         Piece("reserves", (n, 2), 0, 1,
               "kitty/foot cards not in hand / reserve size; shown (joins after the discard), "
@@ -85,17 +90,17 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
         Piece("sevens_blocked", (1,), 0, 1, "no seven may be discarded yet (R5, P4)"),
     ] if params[P_CAP] else []
     return [
-        Piece("hand", (15,), 0, 1, "count / deck count of the kind"),
+        Piece("hand", (NUM_KINDS,), 0, 1, "count / deck count of the kind"),
         Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
-        Piece("known", (n - 1, 15), 0, 1, "cards others are known to hold / deck count"),
+        Piece("known", (n - 1, NUM_KINDS), 0, 1, "cards others are known to hold / deck count"),
         Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first"),
-        Piece("melds", (o, 13, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
+        Piece("melds", (o, NUM_SLOTS, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
             "" if o == s else "; per player, own seat first (players own their melds, G2)")),
         Piece("opened", (s,), 0, 1, "side has opened"),
         Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped"),
         Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum"),
-        Piece("pile_top", (16,), 0, 1, "one-hot kind of the top card, last = empty pile"),
-        Piece("pile_counts", (15,), 0, 1, "cards in the pile / deck count"),
+        Piece("pile_top", (NUM_KINDS + 1,), 0, 1, "one-hot kind of the top card, last = empty pile"),
+        Piece("pile_counts", (NUM_KINDS,), 0, 1, "cards in the pile / deck count"),
         Piece("pile_size", (1,), 0, 1, "cards / deck size"),
         Piece("pile_frozen", (2,), 0, 1, "frozen for all (wild inside); frozen for own side"),
         Piece("stock_size", (1,), 0, 1, "cards / deck size"),
@@ -105,7 +110,7 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
         Piece("turn", (3 + NUM_TURN_FLAGS,), 0, 1,
               "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
               "yes, no"),
-        Piece("new_this_turn", (13,), 0, 1, "slots the mover started this turn"),
+        Piece("new_this_turn", (NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
     ] + variant
 
 
@@ -156,22 +161,22 @@ def _encode(row, prm, me, out):
     maxk = float(max(row[F_MAX_KIND], 1))
     my_side = me % sides
     pos = 0
-    hand = prm[O_HANDS] + me * 15
-    for k in range(15):
+    hand = hand_at(prm, me)
+    for k in range(NUM_KINDS):
         out[pos + k] = row[hand + k] / maxk
-    pos += 15
+    pos += NUM_KINDS
     for j in range(n):
         p = (me + j) % n
         t = 0
-        for k in range(15):
-            t += row[prm[O_HANDS] + p * 15 + k]
+        for k in range(NUM_KINDS):
+            t += row[hand_at(prm, p) + k]
         out[pos + j] = t / deck
     pos += n
     for j in range(1, n):
         p = (me + j) % n
-        for k in range(15):
-            out[pos + k] = row[prm[O_KNOWN] + p * 15 + k] / maxk
-        pos += 15
+        for k in range(NUM_KINDS):
+            out[pos + k] = row[known_at(prm, p) + k] / maxk
+        pos += NUM_KINDS
     red3_total = float(2 * prm[P_PACKS])
     for j in range(sides):
         side = (my_side + j) % sides
@@ -183,11 +188,11 @@ def _encode(row, prm, me, out):
     pos += sides
     owners = prm[P_NOWNERS]
     for j in range(owners):
-        base = ((me + j) % owners) * 13  # own melds first, then in turn order
-        for s in range(13):
-            out[pos] = row[prm[O_MNAT] + base + s] / maxk
-            out[pos + 1] = row[prm[O_MJOK] + base + s] / max(prm[P_JOKERS], 1)
-            out[pos + 2] = row[prm[O_MTWO] + base + s] / maxk
+        owner = (me + j) % owners  # own melds first, then in turn order
+        for s in range(NUM_SLOTS):
+            out[pos] = row[naturals_at(prm, owner) + s] / maxk
+            out[pos + 1] = row[jokers_at(prm, owner) + s] / max(prm[P_JOKERS], 1)
+            out[pos + 2] = row[twos_at(prm, owner) + s] / maxk
             pos += 3
     top_min = float(max(prm[P_MTAB_MIN + prm[P_MTAB_N] - 1], 1))
     for j in range(sides):
@@ -198,13 +203,13 @@ def _encode(row, prm, me, out):
         out[pos + 2 * sides + j] = minimum_for(prm, row[prm[O_SCORE] + side]) / top_min
     pos += 3 * sides
     plen = row[F_PILE_LEN]
-    out[pos: pos + 16] = 0.0
-    out[pos + (row[prm[O_PILE] + plen - 1] if plen > 0 else 15)] = 1.0
-    pos += 16
-    out[pos: pos + 15] = 0.0
+    out[pos: pos + NUM_KINDS + 1] = 0.0
+    out[pos + (row[prm[O_PILE] + plen - 1] if plen > 0 else NUM_KINDS)] = 1.0
+    pos += NUM_KINDS + 1
+    out[pos: pos + NUM_KINDS] = 0.0
     for i in range(plen):
         out[pos + row[prm[O_PILE] + i]] += 1.0 / maxk
-    pos += 15
+    pos += NUM_KINDS
     out[pos] = plen / deck
     out[pos + 1] = row[F_PILE_FROZEN]
     out[pos + 2] = 1.0 if (row[F_PILE_FROZEN] or not row[prm[O_OPENED] + my_side]) else 0.0
@@ -225,27 +230,27 @@ def _encode(row, prm, me, out):
         out[pos + 1] = row[F_NEEDS_MIN]
         if row[F_CUR] == me:  # the credit left is private: it depends on the mover's hand
             credit = 0
-            for k in range(15):
-                credit += min(row[prm[O_CREDIT] + k], row[prm[O_HANDS] + me * 15 + k])
-            out[pos + 2] = min(credit / maxk / 15.0, 1.0)
+            for k in range(NUM_KINDS):
+                credit += min(row[prm[O_CREDIT] + k], row[hand_at(prm, me) + k])
+            out[pos + 2] = min(credit / maxk / NUM_KINDS, 1.0)
         flags = row[F_TURN_FLAGS]
         for i in range(NUM_TURN_FLAGS):
             out[pos + 3 + i] = 1.0 if flags & (1 << i) else 0.0
     pos += 8
-    for s in range(13):
+    for s in range(NUM_SLOTS):
         out[pos + s] = row[prm[O_NEW] + s] if mover_side == my_side else 0.0
-    pos += 13
+    pos += NUM_SLOTS
     if prm[P_CAP]:
         for j in range(owners):
-            base = prm[O_CKINDS] + ((me + j) % owners) * 4
-            for kind in range(4):
+            base = canasta_kinds_at(prm, ((me + j) % owners))
+            for kind in range(NUM_CANASTA_KINDS):
                 out[pos + kind] = min(row[base + kind] / 8.0, 1.0)
-            pos += 4
+            pos += NUM_CANASTA_KINDS
         for j in range(n):
             p = (me + j) % n
             t = 0
-            for k in range(15):
-                t += row[prm[O_RESERVE] + p * 15 + k]
+            for k in range(NUM_KINDS):
+                t += row[reserve_at(prm, p) + k]
             out[pos] = t / float(max(prm[P_RES_SIZE], 1))
             out[pos + 1] = 1.0 if row[prm[O_RESSTATE] + p] == RES_SHOWN else 0.0
             pos += 2

@@ -11,7 +11,9 @@ from canasta_env.engine.cards import (
     CARD_VALUES,
     FOUR,
     JOKER,
+    NUM_KINDS,
     NUM_SLOTS,
+    RED_THREE,
     SLOT_KIND,
     TWO,
     WILD_SLOT,
@@ -28,21 +30,14 @@ from canasta_env.engine.layout import (
     F_STATUS,
     F_TRUNC,
     F_WENT_OUT,
-    NUM_PARTS,
-    O_CJOK,
-    O_CKINDS,
-    O_CLOSED,
-    O_CTWO,
+    K_MIXED,
+    K_NATURAL,
+    K_SEVENS,
+    K_WILD,
     O_DECKCOUNT,
-    O_HANDS,
     O_HSCORE,
     O_MELDED,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
-    O_PARTS,
     O_RED3,
-    O_RESERVE,
     O_SCORE,
     P_CONC_BONUS,
     P_EPISODE_GAME,
@@ -60,8 +55,23 @@ from canasta_env.engine.layout import (
     P_TARGET,
     P_TIE,
     P_WILD_BONUS,
+    PART_CANASTAS,
+    PART_GOING_OUT,
+    PART_HAND,
+    PART_MELDS,
+    PART_RED_THREES,
     PH_OVER,
     ST_DONE,
+    canasta_kinds_at,
+    closed_at,
+    closed_jokers_at,
+    closed_twos_at,
+    hand_at,
+    jokers_at,
+    naturals_at,
+    parts_at,
+    reserve_at,
+    twos_at,
 )
 from canasta_env.engine.melds import side_of
 
@@ -71,12 +81,12 @@ RED3_NO_MELD, RED3_NO_CANASTA, RED3_PLAYER_NO_MELD, RED3_NO_SEVENS, RED3_NEVER =
 @njit(cache=True)
 def meld_parts(row, prm, owner):
     """(card value of melds, canasta bonuses, number of melds, number of canastas) of one owner."""
-    mnat, mjok, mtwo = prm[O_MNAT] + owner * 13, prm[O_MJOK] + owner * 13, prm[O_MTWO] + owner * 13
+    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
     cards = 0
     bonus = 0
     melds = 0
     canastas = 0
-    for s in range(13):
+    for s in range(NUM_SLOTS):
         n, j, t = row[mnat + s], row[mjok + s], row[mtwo + s]
         if n + j + t == 0:
             continue
@@ -86,17 +96,17 @@ def meld_parts(row, prm, owner):
         if s < WILD_SLOT and n + j + t >= CANASTA_SIZE:
             canastas += 1
             bonus += prm[P_NAT_BONUS] if j + t == 0 else prm[P_MIX_BONUS]
-    kinds = prm[O_CKINDS] + owner * 4  # closed canastas under a meld cap (R2, P2)
-    closed = row[kinds] + row[kinds + 1] + row[kinds + 2] + row[kinds + 3]
+    kinds = canasta_kinds_at(prm, owner)  # closed canastas under a meld cap (R2, P2)
+    closed = row[kinds + K_NATURAL] + row[kinds + K_MIXED] + row[kinds + K_WILD] + row[kinds + K_SEVENS]
     for s in range(BLACK_THREE_SLOT):
-        k = row[prm[O_CLOSED] + owner * NUM_SLOTS + s]
+        k = row[closed_at(prm, owner) + s]
         if k:
-            j, t = row[prm[O_CJOK] + owner * NUM_SLOTS + s], row[prm[O_CTWO] + owner * NUM_SLOTS + s]
+            j, t = row[closed_jokers_at(prm, owner) + s], row[closed_twos_at(prm, owner) + s]
             cards += j * CARD_VALUES[JOKER] + t * CARD_VALUES[TWO]
             if s < WILD_SLOT:
                 cards += (CANASTA_SIZE * k - j - t) * CARD_VALUES[s + FOUR]
-    bonus += (row[kinds] * prm[P_NAT_BONUS] + row[kinds + 1] * prm[P_MIX_BONUS]
-              + row[kinds + 2] * prm[P_WILD_BONUS] + row[kinds + 3] * prm[P_SEVENS_BONUS])
+    bonus += (row[kinds + K_NATURAL] * prm[P_NAT_BONUS] + row[kinds + K_MIXED] * prm[P_MIX_BONUS]
+              + row[kinds + K_WILD] * prm[P_WILD_BONUS] + row[kinds + K_SEVENS] * prm[P_SEVENS_BONUS])
     return cards, bonus, melds + closed, canastas + closed
 
 
@@ -116,7 +126,7 @@ def red_three_part(row, prm, side, melds, canastas, sevens):
                 unmelded += row[prm[O_RED3] + p]
     if count == 0:
         return 0, False, False
-    every = count == row[prm[O_DECKCOUNT] + 2] and prm[P_RED3_ALL] > 0
+    every = count == row[prm[O_DECKCOUNT] + RED_THREE] and prm[P_RED3_ALL] > 0
     value = prm[P_RED3_ALL] if every else count * prm[P_RED3_BONUS]
     mode = prm[P_RED3_NEG]
     if mode == RED3_PLAYER_NO_MELD:
@@ -139,7 +149,7 @@ def score_hand(row, prm):
         for owner in range(side, prm[P_NOWNERS], sides):  # the side's own melds, or its players'
             c, b, m, k = meld_parts(row, prm, owner)
             cards, bonus, melds, canastas = cards + c, bonus + b, melds + m, canastas + k
-            sevens += row[prm[O_CKINDS] + owner * 4 + 3]
+            sevens += row[canasta_kinds_at(prm, owner) + K_SEVENS]
         red3, every, negative = red_three_part(row, prm, side, melds, canastas, sevens)
         if every:
             events |= EV_ALL_RED3
@@ -151,12 +161,12 @@ def score_hand(row, prm):
         held = 0
         for p in range(n):
             if side_of(prm, p) == side:
-                for k in range(15):  # a kitty or foot not yet in hand counts too (R8, P6)
-                    held += (row[prm[O_HANDS] + p * 15 + k]
-                             + row[prm[O_RESERVE] + p * 15 + k]) * CARD_VALUES[k]
-        parts = prm[O_PARTS] + side * NUM_PARTS
-        row[parts], row[parts + 1], row[parts + 2] = cards, bonus, red3
-        row[parts + 3], row[parts + 4] = out, -held
+                for k in range(NUM_KINDS):  # a kitty or foot not yet in hand counts too (R8, P6)
+                    held += (row[hand_at(prm, p) + k]
+                             + row[reserve_at(prm, p) + k]) * CARD_VALUES[k]
+        parts = parts_at(prm, side)
+        row[parts + PART_MELDS], row[parts + PART_CANASTAS], row[parts + PART_RED_THREES] = cards, bonus, red3
+        row[parts + PART_GOING_OUT], row[parts + PART_HAND] = out, -held
         total = cards + bonus + red3 + out - held
         row[prm[O_HSCORE] + side] = total
         row[prm[O_SCORE] + side] += total

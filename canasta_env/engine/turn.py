@@ -17,6 +17,7 @@ from canasta_env.engine.cards import (
     CARD_VALUES,
     FOUR,
     JOKER,
+    NUM_KINDS,
     NUM_RANK_SLOTS,
     RED_THREE,
     SEVEN,
@@ -70,12 +71,9 @@ from canasta_env.engine.layout import (
     K_SEVENS,
     K_WILD,
     O_CJOK,
-    O_CKINDS,
     O_CLOSED,
     O_CREDIT,
     O_CTWO,
-    O_HANDS,
-    O_KNOWN,
     O_MELDED,
     O_MJOK,
     O_MNAT,
@@ -84,7 +82,6 @@ from canasta_env.engine.layout import (
     O_OPENED,
     O_PILE,
     O_RED3,
-    O_RESERVE,
     O_RESSTATE,
     P_CAP,
     P_DRAW,
@@ -109,6 +106,14 @@ from canasta_env.engine.layout import (
     TF_SEVENS_ONLY,
     TF_TOOK,
     TF_YES,
+    canasta_kinds_at,
+    hand_at,
+    jokers_at,
+    known_at,
+    naturals_at,
+    reserve_at,
+    slot_of,
+    twos_at,
 )
 from canasta_env.engine.melds import owner_has_meld, owner_of, side_of
 from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
@@ -156,10 +161,9 @@ def go_out(row, prm, rewards, order_buf):
     concealed = 0
     if not (flags & (TF_MELDED_BEFORE | TF_ADDED_OLD)):
         owner = owner_of(prm, p)
-        base = owner * 13
         for s in range(NUM_RANK_SLOTS):
-            size = (row[prm[O_MNAT] + base + s] + row[prm[O_MJOK] + base + s]
-                    + row[prm[O_MTWO] + base + s])
+            size = (row[naturals_at(prm, owner) + s] + row[jokers_at(prm, owner) + s]
+                    + row[twos_at(prm, owner) + s])
             if row[prm[O_NEW] + s] and size >= CANASTA_SIZE:
                 concealed = 1
         if flags & TF_NEW_CANASTA:
@@ -176,7 +180,7 @@ def go_out(row, prm, rewards, order_buf):
 def apply_draw(row, prm, rewards, order_buf):
     """Draw ``draw_count`` cards one at a time, red threes laid down and replaced (C7, C8, C31a)."""
     p = row[F_CUR]
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     events = 0
     need = prm[P_DRAW]
     last_red3 = False
@@ -205,9 +209,9 @@ def apply_draw(row, prm, rewards, order_buf):
 @njit(cache=True)
 def mark_sevens_only(row, prm):
     """Note whether the mover's hand is only sevens as melding begins (R5, C27a)."""
-    base = prm[O_HANDS] + row[F_CUR] * 15
+    base = hand_at(prm, row[F_CUR])
     total = 0
-    for k in range(15):
+    for k in range(NUM_KINDS):
         total += row[base + k]
     if total > 0 and row[base + SEVEN] == total:
         row[F_TURN_FLAGS] |= TF_SEVENS_ONLY
@@ -219,9 +223,9 @@ def mark_sevens_only(row, prm):
 def join_reserve(row, prm, p):
     """The player's kitty or foot joins their hand; red threes in it are laid down, not replaced
     (C8). Its cards do not count toward this turn's minimum (like the pile's, C17)."""
-    hand = prm[O_HANDS] + p * 15
-    res = prm[O_RESERVE] + p * 15
-    for k in range(15):
+    hand = hand_at(prm, p)
+    res = reserve_at(prm, p)
+    for k in range(NUM_KINDS):
         c = prm[O_CREDIT] + k
         row[c] = min(row[c], row[hand + k])
         if k == RED_THREE:
@@ -254,7 +258,7 @@ def reserve_trigger(row, prm):
 @njit(cache=True)
 def _close_meld(row, prm, owner, slot):
     """Move the seven-card meld of ``slot`` to the owner's closed canastas (R2); returns events."""
-    base = owner * 13 + slot
+    base = slot_of(owner, slot)
     j, t = row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
     if slot == WILD_SLOT:
         kind, events = K_WILD, EV_WILD_CANASTA
@@ -262,7 +266,7 @@ def _close_meld(row, prm, owner, slot):
         kind, events = K_SEVENS, EV_SEVENS_CANASTA
     else:
         kind, events = (K_NATURAL if j + t == 0 else K_MIXED), 0
-    row[prm[O_CKINDS] + owner * 4 + kind] += 1
+    row[canasta_kinds_at(prm, owner) + kind] += 1
     row[prm[O_CLOSED] + base] += 1
     row[prm[O_CJOK] + base] += j
     row[prm[O_CTWO] + base] += t
@@ -278,7 +282,7 @@ def _close_meld(row, prm, owner, slot):
 @njit(cache=True)
 def _forget(row, prm, p, kind):
     """A card of ``kind`` left the hand: others may no longer know the player holds it."""
-    i = prm[O_KNOWN] + p * 15 + kind
+    i = known_at(prm, p) + kind
     if row[i] > 0:
         row[i] -= 1
 
@@ -286,7 +290,7 @@ def _forget(row, prm, p, kind):
 @njit(cache=True)
 def _use_from_hand(row, prm, p, kind):
     """Move one card from the mover's hand to the table, crediting the minimum (C16, C17)."""
-    row[prm[O_HANDS] + p * 15 + kind] -= 1
+    row[hand_at(prm, p) + kind] -= 1
     c = prm[O_CREDIT] + kind
     if row[c] > 0:
         row[c] -= 1
@@ -297,7 +301,7 @@ def _use_from_hand(row, prm, p, kind):
 @njit(cache=True)
 def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
     """Put cards on a meld slot; returns event bits (canasta reached, pre-turn meld touched)."""
-    base = owner * 13 + slot
+    base = slot_of(owner, slot)
     before = row[prm[O_MNAT] + base] + row[prm[O_MJOK] + base] + row[prm[O_MTWO] + base]
     if before == 0:
         row[prm[O_NEW] + slot] = 1
@@ -317,7 +321,7 @@ def apply_take(row, prm, how):
     """Take the discard pile (C22-C24): meld the top card, then the rest joins the hand."""
     p = row[F_CUR]
     owner = owner_of(prm, p)
-    hand = prm[O_HANDS] + p * 15
+    hand = hand_at(prm, p)
     events = EV_PILE_TAKE
     if row[F_PILE_FROZEN]:
         events |= EV_FROZEN_TAKE
@@ -326,7 +330,7 @@ def apply_take(row, prm, how):
     row[F_PILE_LEN] -= 1
     top = row[prm[O_PILE] + row[F_PILE_LEN]]
     row[F_TURN_VALUE] += CARD_VALUES[top]
-    slot = top - 4
+    slot = top - FOUR
     if how == TAKE_PAIR:
         _use_from_hand(row, prm, p, top)
         _use_from_hand(row, prm, p, top)
@@ -342,7 +346,7 @@ def apply_take(row, prm, how):
     else:
         events |= EV_LAYOFF_TAKE | _add_to_slot(row, prm, owner, slot, 1, 0, 0)
     row[prm[O_MELDED] + p] = 1
-    for k in range(15):
+    for k in range(NUM_KINDS):
         row[prm[O_CREDIT] + k] = row[hand + k]
     for i in range(row[F_PILE_LEN]):
         card = row[prm[O_PILE] + i]
@@ -350,7 +354,7 @@ def apply_take(row, prm, how):
             row[prm[O_RED3] + p] += 1
         else:
             row[hand + card] += 1
-            row[prm[O_KNOWN] + p * 15 + card] += 1
+            row[known_at(prm, p) + card] += 1
     row[F_PILE_LEN] = 0
     row[F_PILE_FROZEN] = 0
     row[F_TURN_FLAGS] |= TF_TOOK
@@ -366,7 +370,7 @@ def meld_cards(action):
     """(slot, naturals, jokers, twos) that a meld action moves from hand to table."""
     if action >= A.MELD_WILD:
         j = action - A.MELD_WILD
-        return 11, 0, j, 3 - j
+        return WILD_SLOT, 0, j, 3 - j
     if action < A.MELD_NNJ:
         return action - A.MELD_NNN, 3, 0, 0
     if action < A.MELD_NN2:
@@ -396,15 +400,15 @@ def place_meld(row, prm, action):
     row[F_TURN_MELDS] += 1
     events = _add_to_slot(row, prm, owner_of(prm, p), slot, naturals, jokers, twos)
     events |= reserve_trigger(row, prm)
-    return events | (EV_BLACK3_MELD if slot == 12 and naturals == 3 else 0)
+    return events | (EV_BLACK3_MELD if slot == BLACK_THREE_SLOT and naturals == 3 else 0)
 
 
 @njit(cache=True)
 def hand_size(row, prm, p):
     """Cards in player ``p``'s hand."""
     total = 0
-    base = prm[O_HANDS] + p * 15
-    for k in range(15):
+    base = hand_at(prm, p)
+    for k in range(NUM_KINDS):
         total += row[base + k]
     return total
 
@@ -425,7 +429,7 @@ def apply_meld(row, prm, action, rewards, order_buf):
 def apply_discard(row, prm, kind, rewards, order_buf):
     """Discard a card (C27): the turn ends, or the hand if it was the last card (C28)."""
     p = row[F_CUR]
-    row[prm[O_HANDS] + p * 15 + kind] -= 1
+    row[hand_at(prm, p) + kind] -= 1
     _forget(row, prm, p, kind)
     push_pile(row, prm, kind)
     events = 0
@@ -435,7 +439,7 @@ def apply_discard(row, prm, kind, rewards, order_buf):
         events |= EV_STOP_CARD
     if hand_size(row, prm, p) == 0:
         return events | go_out(row, prm, rewards, order_buf)
-    if row[prm[O_HANDS] + p * 15 + SEVEN] > 0 and sevens_blocked(row, prm):
+    if row[hand_at(prm, p) + SEVEN] > 0 and sevens_blocked(row, prm):
         events |= EV_SEVENS_HELD
     if row[prm[O_RESSTATE] + p] == RES_SHOWN:  # the kitty joins after the discard (R4)
         events |= join_reserve(row, prm, p)
