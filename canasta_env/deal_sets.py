@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -129,7 +130,10 @@ def _read_deal_set(path: Path) -> DealSet:
                     raise ValueError(f"a member is larger than {MAX_MEMBER_BYTES} bytes")
                 meta = json.loads(str(data["meta"]))
                 orders, dealers = np.asarray(data["orders"]), np.asarray(data["dealers"])
-        except (OSError, ValueError, KeyError, AttributeError, TypeError, EOFError) as e:  # .npy: TypeError
+        # .npy: TypeError; a cut file: BadZipFile; a header claiming terabytes: MemoryError;
+        # metadata JSON nested thousands deep: RecursionError
+        except (OSError, ValueError, KeyError, AttributeError, TypeError, EOFError, zipfile.BadZipFile,
+                MemoryError, RecursionError) as e:
             raise ValueError(f"{where}: not a readable deal set file ({short_repr(str(e), 200)})"
                              ) from None
     keys = ("format", "name", "preset", "version", "sha256")

@@ -219,7 +219,9 @@ class CanastaVectorEnv(VectorEnv):
                 "learner_seat": self._core.seat.copy()}
 
     def close_extras(self, **kwargs: Any) -> None:
-        self._core.state = None
+        core = getattr(self, "_core", None)  # absent when __init__ refused its arguments
+        if core is not None:
+            core.state = None
 
 
 def make_vector(num_envs: int, rules: Any = "classic_2p", **options: Any) -> CanastaVectorEnv:

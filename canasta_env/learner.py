@@ -90,6 +90,20 @@ def hand_reward(points: npt.ArrayLike, mode: str, scale: float) -> npt.NDArray[n
     return np.sign(p) if mode == "win_loss" else p * float(scale)
 
 
+def check_real(value: object, name: str, fn: str, *, positive: bool = False) -> float:
+    """``value`` as a float: an int or float that is finite (and > 0 with ``positive``); else
+    ``ValueError`` naming ``fn`` and ``name`` (a NaN or a string would make every reward NaN or fail
+    at the first step; a negative scale would reward losing)."""
+    import math
+
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)) and math.isfinite(value) and (not positive or value > 0)
+    if not ok:
+        raise ValueError(f"{fn}: {name} must be a finite {'positive ' if positive else ''}number, got "
+                         f"{short_repr(value)} ({type(value).__name__})")
+    return float(value)  # type: ignore[arg-type]
+
+
 def default_reward_scale(rules: RuleSet) -> float:
     """1/1000 for classic targets, 1/5000 for the 20000-point variants (docs/training.md)."""
     return 1 / 5000 if rules.target_score >= 20000 else 1 / 1000
@@ -138,7 +152,7 @@ class LearnerConfig:
                 self.partners = make_agent(self.partners, self.rules)
         for role in ("opponent", "partners"):
             agent = getattr(self, role)
-            if agent is not None and not callable(getattr(agent, "act", None)):
+            if (agent is not None or role == "opponent") and not callable(getattr(agent, "act", None)):
                 raise ValueError(f"{role} must be an agent name or an object with act(observations, "
                                  f"legal_action_mask, rng), got {type(agent).__name__}")
         for name, value, allowed in (("illegal_action", self.illegal_action, ILLEGAL_POLICIES),
@@ -151,8 +165,14 @@ class LearnerConfig:
             self.learner_seat = check_int(self.learner_seat, "learner_seat", "LearnerConfig")
         if self.learner_seat is not None and not 0 <= self.learner_seat < n:
             raise ValueError(f"learner_seat must be in [0, {n}), got {self.learner_seat}")
+        if not isinstance(self.skip_forced, (bool, np.bool_)):
+            raise ValueError(f"LearnerConfig: skip_forced must be True or False, got "
+                             f"{short_repr(self.skip_forced)}")
         if self.reward_scale is None:
             self.reward_scale = default_reward_scale(self.rules)
+        self.reward_scale = check_real(self.reward_scale, "reward_scale", "LearnerConfig", positive=True)
+        self.shaping = check_real(self.shaping, "shaping", "LearnerConfig")
+        self.illegal_reward = check_real(self.illegal_reward, "illegal_reward", "LearnerConfig")
 
 
 @dataclass

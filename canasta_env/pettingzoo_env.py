@@ -35,7 +35,7 @@ from canasta_env.engine.core import check_action, check_seed
 from canasta_env.engine.layout import EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
-from canasta_env.learner import REWARD_MODES, default_reward_scale, hand_reward
+from canasta_env.learner import REWARD_MODES, check_real, default_reward_scale, hand_reward
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
@@ -78,7 +78,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.omniscient_render = omniscient_render
         self.episode = episode
         self.reward_mode = reward_mode
-        self.reward_scale = default_reward_scale(self.rules) if reward_scale is None else reward_scale
+        self.reward_scale = default_reward_scale(self.rules) if reward_scale is None else check_real(
+            reward_scale, "reward_scale", "canasta_v0", positive=True)
         n = self.rules.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}

@@ -214,7 +214,7 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "red3_bonus": (0, 10_000),
     "red3_all_bonus": (0, 10_000),
     "min_naturals": (1, 3),
-    "max_wilds": (0, 7),
+    "max_wilds": (1, 7),  # 0: an opening hand can reach a dead end with no legal move
     "natural_canasta_bonus": (0, 10_000),
     "mixed_canasta_bonus": (0, 10_000),
     "wild_canasta_bonus": (0, 10_000),

@@ -15,6 +15,7 @@ is a learned policy (a checkpoint directory).
 from __future__ import annotations
 
 import argparse
+import re
 import secrets
 import sys
 from collections.abc import Callable, Sequence
@@ -27,7 +28,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from canasta_env.messages import short_repr
 from train.options import AGENT_HELP, RULES_HELP, add_options, opt
+
+_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 HELP_TEXT = (
     "Type the number of a move from the list, or its name (DRAW_STOCK, MELD_NNN_K, DISCARD_7; "
@@ -91,11 +95,12 @@ def parse_move(text: str, legal: Sequence[int]) -> tuple[int | None, str]:
     word = text.strip()
     if not word:
         return None, f"Type a move number (1-{len(legal)}) or a move name; '?' for help."
-    if word.lstrip("+-").isdigit():
-        n = int(word)
-        if 1 <= n <= len(legal):
+    if _NUMBER.fullmatch(word):  # ASCII digits only: int() refuses '+-5', '²' and 5,000 digits
+        n = int(word) if len(word) <= 9 else None
+        if n is not None and 1 <= n <= len(legal):
             return legal[n - 1], ""
-        return None, f"There is no move number {n}: choose a number from 1 to {len(legal)}."
+        shown = n if n is not None else short_repr(word)
+        return None, f"There is no move number {shown}: choose a number from 1 to {len(legal)}."
     name = word.upper()
     if name in ACTION_BY_NAME:
         action = ACTION_BY_NAME[name]
@@ -362,6 +367,33 @@ def build_seats(rules: Any, humans: Sequence[int], opponent: str, partner: str |
     return seats
 
 
+def check_record_file(path: str | Path) -> None:
+    """Refuse a ``--record`` file before any hand is played (else the first hand would be lost when
+    it is saved): one that cannot be appended to (a missing folder, a directory, a pipe without a
+    reader), or an existing file that holds something other than hand records (a typo such as
+    ``--record README.md``). Creates the file, empty, if it does not exist."""
+    import os
+    import stat
+
+    from canasta_env.records import RecordError, iter_records
+
+    try:  # O_NONBLOCK: a named pipe without a reader is an error, not a wait
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--record {path}: cannot append to it: "
+                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if stat.S_ISREG(st.st_mode) and st.st_size:
+        try:
+            next(iter_records(path), None)
+        except RecordError as exc:
+            raise ValueError(f"--record {path}: holds something other than hand records, so nothing "
+                             f"is appended to it ({exc})") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta play``."""
     from canasta_env.rules import load_rules
@@ -375,6 +407,8 @@ def run(args: argparse.Namespace) -> int:
     seats = build_seats(rules, sorted(set(args.human)), args.opponent, args.partners)
     if args.partners and not rules.partnerships:
         print(f"canasta play: --partners ignored: {rules.name} has no partnerships", file=sys.stderr)
+    if args.record is not None:
+        check_record_file(args.record)
     seed = secrets.randbelow(2**31) if args.seed is None else args.seed
     session = PlaySession(rules, seats, seed=seed, hands=args.hands, record=args.record,
                           show_policy=args.show_policy)

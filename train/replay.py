@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from canasta_env.messages import short_repr
 from train.options import add_options, opt
 
 
@@ -43,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _view(text: str) -> int | None:
     if text == "omniscient":
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not '²', which str.isdigit takes and int() refuses
+        if len(text) > 100:  # int() refuses thousands of digits
+            raise ValueError(f"--view {short_repr(text)}: there is no such seat")
         return int(text)
     raise ValueError(f"--view must be 'omniscient' or a seat number, got {text!r}")
 

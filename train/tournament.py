@@ -28,11 +28,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 from train.folder_lock import FolderLock
 from train.hand_table import SIDE_COLUMNS, hand_columns, labelled
 
 FORMAT = "canasta-tournament"
+# What a tournament writes in its --out folder besides tournament.json (train.tournament_report)
+OUTPUT_NAMES = ("hands.csv", "records.jsonl", "results.json", "ratings.csv", "head_to_head.csv",
+                "outcomes.csv", "openskill.csv", "ratings.png", "head_to_head.png")
 DEALS_PER_UNIT = 1024  # deals per unit of work (the resume granularity), all seatings of each
 
 
@@ -154,11 +158,20 @@ class HandLog:
         out.mkdir(parents=True, exist_ok=True)
         cfg_path = out / "tournament.json"
         wanted = json.loads(json.dumps({"format": FORMAT, **asdict(config)}))
+        if not cfg_path.exists():  # not a tournament's folder: its files of these names are not ours
+            taken = [name for name in OUTPUT_NAMES if (out / name).exists()]
+            if taken:
+                raise ValueError(f"{out} holds {', '.join(taken)} but no tournament.json, so they are "
+                                 "not a tournament's to resume or replace; use a new --out folder")
         if cfg_path.exists():
             try:
-                found = json.loads(cfg_path.read_text())
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{cfg_path}: not valid JSON ({e}); use a new --out folder") from e
+                found = json.loads(cfg_path.read_text(encoding="utf-8"))
+            except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, nesting too deep
+                raise ValueError(f"{cfg_path}: not valid JSON ({short_repr(str(e), 120)}); use a new "
+                                 "--out folder") from None
+            if not isinstance(found, dict):
+                raise ValueError(f"{cfg_path}: not a tournament's settings (a JSON {type(found).__name__}, "
+                                 "not an object); use a new --out folder")
             diff = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k) != v}
             if diff:
                 detail = "; ".join(f"{k}: was {a!r}, now {b!r}" for k, (a, b) in diff.items())
@@ -170,8 +183,11 @@ class HandLog:
         """Rows of the log (a torn last line from an interruption is dropped)."""
         if not self.path.exists():
             return []
-        with self.path.open(newline="") as f:
-            text = f.read()
+        try:
+            with self.path.open(newline="", encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError:
+            raise ValueError(f"{self.path}: not UTF-8 text, so not a tournament hand log") from None
         lines = text.splitlines(keepends=True)
         if lines and not lines[-1].endswith("\n"):
             lines = lines[:-1]
@@ -197,9 +213,11 @@ class HandLog:
         for line in self.records_path.read_text().splitlines(keepends=True):
             try:
                 meta = json.loads(line).get("meta", {})
-            except json.JSONDecodeError:
-                continue  # a torn last line
-            if line.endswith("\n") and (meta.get("tournament_match"), meta.get("tournament_unit")) in done:
+                ours = line.endswith("\n") and (meta.get("tournament_match"),
+                                                  meta.get("tournament_unit")) in done
+            except (ValueError, RecursionError, AttributeError, TypeError):
+                continue  # a torn last line, or a line that is not a record of this tournament
+            if ours:
                 kept.append(line)
         tmp = self.records_path.with_suffix(".tmp")
         tmp.write_text("".join(kept))

@@ -66,7 +66,7 @@ def test_a_stop_request_ends_collection_and_cloning() -> None:
         imitation.collect(rules, "greedy", "random", 4, 400, seed=1, gamma=0.99, workers=2,
                           should_stop=lambda: True)
     demos = imitation.collect(rules, "greedy", "random", 4, 40, seed=1, gamma=0.99)
-    model = lean_ppo.LeanPPO(TrainArgs(num_envs=4, n_steps=4, net_arch=[16]), rules, None,
-                             device=torch.device("cpu"), precision="fp32")
+    model = lean_ppo.LeanPPO(TrainArgs(num_envs=4, n_steps=4, net_arch=[16]), rules,
+                             make_agent("random", rules), device=torch.device("cpu"), precision="fp32")
     with pytest.raises(StoppedBeforeCheckpoint):
         imitation.clone(model.policy, demos, epochs=2, batch_size=8, seed=0, should_stop=lambda: True)
