@@ -39,6 +39,7 @@ from canasta_env.engine.core import (
 )
 from canasta_env.engine.layout import F_DEAL_INDEX, pack_params
 from canasta_env.engine.observation import obs_dim
+from canasta_env.engine.threads import check_threads
 from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -127,6 +128,8 @@ class LearnerConfig:
             side's, scaled); potential-based, so a hand's rewards still sum to its scaled margin.
         episode: ``"hand"`` or ``"game"`` (hands to the target).
         illegal_reward: reward of an illegal action under ``"terminate"``.
+        engine_threads: threads the engine splits the batch over (``State.threads``); 1 keeps
+            the other cores for a learner.
     """
 
     rules: RuleSet | str = "classic_2p"
@@ -140,6 +143,7 @@ class LearnerConfig:
     shaping: float = 0.0
     episode: str = "hand"
     illegal_reward: float = -1.0
+    engine_threads: int = 1
 
     def __post_init__(self) -> None:
         self.rules = load_rules(self.rules)
@@ -173,6 +177,7 @@ class LearnerConfig:
         self.reward_scale = check_real(self.reward_scale, "reward_scale", "LearnerConfig", positive=True)
         self.shaping = check_real(self.shaping, "shaping", "LearnerConfig")
         self.illegal_reward = check_real(self.illegal_reward, "illegal_reward", "LearnerConfig")
+        self.engine_threads = check_threads(self.engine_threads, "LearnerConfig: engine_threads")
 
 
 @dataclass
@@ -213,7 +218,8 @@ class LearnerBatch:
         """Start every env on the first deal of its seed: env i plays DealId(seeds[i], 0, 0);
         ``seat`` fixes the learner's seat for this episode only."""
         self.seeds = np.asarray(seeds, dtype=np.uint64).reshape(self.num_envs)
-        self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode)
+        self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode,
+                          threads=self.config.engine_threads)
         self._start(np.arange(self.num_envs), seat)
 
     def reset_rows(self, rows: npt.NDArray[np.int64], deal: DealId | ExplicitDeal | None = None,

@@ -102,6 +102,7 @@ class BenchResult:
     compile_s: float
     observe_decisions_per_s: float | None = None
     observe_hands_per_s: float | None = None
+    threads: int = 1
 
 
 @dataclass
@@ -160,6 +161,8 @@ class BenchOptions:
     stagger: int = opt(DEFAULT_STAGGER, "untimed warm-up steps that desynchronise the rows' hands, 0 for "
                        "none", type=_nonnegative_int, metavar="STEPS")
     seed: int = opt(0, "deal and agent seed")
+    threads: int = opt(1, "engine threads (State.threads): the kernels split a large batch over this "
+                       "many cores; --api engine only", type=_positive_int, metavar="N")
     observe: bool = opt(False, "also measure with observe(state, current_player) every step, reported "
                         "separately (default: engine only, observations not encoded)")
     json: bool = opt(False, "print one JSON object per (rules, batch) instead of a table")
@@ -189,7 +192,7 @@ def compile_engine(rules: Any) -> float:
 
 
 def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: bool,
-            stagger: int = DEFAULT_STAGGER) -> Measurement:
+            stagger: int = DEFAULT_STAGGER, threads: int = 1) -> Measurement:
     """Random legal play on ``batch`` rows for about ``seconds``, after an untimed warm-up: one step,
     then ``stagger`` steps that spread the rows' hand ends (see ``desynchronise``)."""
     import numpy as np
@@ -201,7 +204,7 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
     # The loop builds its own actions (int64, one per row) and rows, so it takes the unchecked
     # entry points the package's hot loops use, like the envs (the checks of the public API cost
     # a few microseconds a call: about 5 % at batch 1).
-    state = init(rules, batch, seed)
+    state = init(rules, batch, seed, threads=threads)
     agent = RandomAgent()
     rng = np.random.default_rng(seed)
     placeholder = np.empty((batch, 0), np.float32)  # the random agent ignores observations
@@ -254,7 +257,7 @@ def desynchronise(state: Any, agent: Any, rng: Any, steps: int) -> None:
 
 def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: int,
               with_observe: bool, on_result: Any = None,
-              stagger: int = DEFAULT_STAGGER) -> list[BenchResult]:
+              stagger: int = DEFAULT_STAGGER, threads: int = 1) -> list[BenchResult]:
     """Measure every (rules, batch) pair; ``on_result`` is called with each result as it is ready."""
     from canasta_env.rules import load_rules
 
@@ -263,11 +266,11 @@ def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: i
     results = []
     for spec in rules_list:
         for batch in batches:
-            m = measure(resolved[spec], batch, seconds, seed, False, stagger)
+            m = measure(resolved[spec], batch, seconds, seed, False, stagger, threads)
             res = BenchResult(spec, batch, m.decisions_per_s, m.hands_per_s, m.decisions_per_hand,
-                              m.seconds, compile_s)
+                              m.seconds, compile_s, threads=threads)
             if with_observe:
-                mo = measure(resolved[spec], batch, seconds, seed, True, stagger)
+                mo = measure(resolved[spec], batch, seconds, seed, True, stagger, threads)
                 res.observe_decisions_per_s, res.observe_hands_per_s = mo.decisions_per_s, mo.hands_per_s
             results.append(res)
             if on_result is not None:
@@ -423,6 +426,8 @@ def _run_env_api(args: argparse.Namespace) -> int:
     if args.observe:
         raise ValueError("--observe applies to --api engine only (the env APIs always encode "
                          "observations)")
+    if args.threads != 1:
+        raise ValueError("--threads applies to --api engine only")
     if args.api in ("aec", "gym"):
         if args.batch not in (None, [1]):
             raise ValueError(f"--api {args.api} is one game (batch 1); --batch applies to --api "
@@ -484,7 +489,8 @@ def run(args: argparse.Namespace) -> int:
         def emit(res: BenchResult) -> None:
             print(_json_line(res, args.observe), flush=True)
 
-        run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe, emit, args.stagger)
+        run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe, emit, args.stagger,
+                  args.threads)
         return 0
 
     from rich.console import Console
@@ -496,7 +502,7 @@ def run(args: argparse.Namespace) -> int:
     with console.status(f"measuring {len(args.rules)} rule set(s) x {len(args.batch)} batch size(s), "
                         f"about {total:.0f} s (plus compile on a cold cache) ..."):
         results = run_bench(args.rules, args.batch, args.seconds, args.seed, args.observe,
-                            stagger=args.stagger)
+                            stagger=args.stagger, threads=args.threads)
     console.print(_table(results, args.observe))
     import os
 

@@ -152,9 +152,9 @@ class LeanPPO:
         self.args, self.rules = args, rules
         self.device = device if device is not None else resolve_device(args.device)
         self.precision = precision or resolve_precision(args.precision, self.device)
-        self.batch = LearnerBatch(LearnerConfig(rules=rules, opponent=opponent, reward_mode=args.reward_mode),
-                                  args.num_envs,
-                                  "canasta train")
+        config = LearnerConfig(rules=rules, opponent=opponent, reward_mode=args.reward_mode,
+                               engine_threads=args.engine_threads)
+        self.batch = LearnerBatch(config, args.num_envs, "canasta train")
         obs_space, act_space = _spaces(self.batch)
         self.obs_dim, self.num_actions = int(obs_space.shape[0]), int(act_space.n)
         self.policy = build_policy(obs_space, act_space, args, self.device)

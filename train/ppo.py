@@ -86,6 +86,8 @@ class TrainArgs:
     vf_coef: float = opt(0.5, "value loss coefficient")
     reward_mode: str = opt("margin", "margin (the side's scaled hand-score margin) or win_loss "
                            "(+1/0/-1 per hand: trains for the win rate, not the points)")
+    engine_threads: int = opt(1, "algo ppo: threads the engine splits the envs' batch over; more than 1 "
+                              "pays on machines with cores to spare beside the learner")
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
@@ -136,6 +138,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
+    "engine_threads": (1, 1024),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -288,7 +291,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             raise ValueError("training option device = 'cuda', but torch sees no CUDA GPU "
                              "(torch.cuda.is_available() is false); use device 'cpu' or 'auto'")
         _check_rollout_memory(args, rules)
-        _check_imitate_workers(args)
+        _check_cpus(args)
         opponent: Any = None if selfplay else make_agent(args.opponent, rules)
         for name in args.eval_opponents:  # refused now rather than at the first evaluation
             make_agent(name, rules)
@@ -428,14 +431,19 @@ def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
                      f"imitate_steps = {args.imitate_steps:,} teacher decisions", "train")
 
 
-def _check_imitate_workers(args: TrainArgs) -> None:
-    """Refuse more teacher processes than CPUs: each loads the engine and torch, so a typo would
-    otherwise start hundreds of them and run the machine out of memory."""
+def _check_cpus(args: TrainArgs) -> None:
+    """Refuse more teacher processes or engine threads than CPUs: each teacher loads the engine and
+    torch, so a typo would otherwise start hundreds of them and run the machine out of memory."""
     import os
 
     cpus = os.cpu_count() or 1
     if args.imitate is not None and args.imitate_workers > cpus:
         raise ValueError(f"training option imitate_workers = {args.imitate_workers} exceeds the {cpus} "
+                         "CPUs of this machine")
+    if args.engine_threads > 1 and args.algo != "ppo":
+        raise ValueError("training option engine_threads applies to algo 'ppo' (the lean trainer) only")
+    if args.engine_threads > cpus:
+        raise ValueError(f"training option engine_threads = {args.engine_threads} exceeds the {cpus} "
                          "CPUs of this machine")
 
 

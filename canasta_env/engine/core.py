@@ -89,6 +89,7 @@ from canasta_env.engine.layout import (
     pack_params,
 )
 from canasta_env.engine.observation import obs_dim, observe_kernel
+from canasta_env.engine.threads import check_threads, run_rows
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
@@ -135,6 +136,7 @@ class State:
     params: npt.NDArray[np.int32]  # (NUM_PARAMS,) rule options and row offsets
     data: npt.NDArray[np.int32]  # (B, W) packed game rows
     legal_action_mask: npt.NDArray[np.bool_]  # (B, A) refreshed by every step
+    threads: int = 1  # kernels split large batches over this many threads (engine/threads.py)
 
     @property
     def num_games(self) -> int:
@@ -345,7 +347,8 @@ class State:
         (nothing recomputed) when an edit left a row the kernels cannot run on."""
         _check_state(self, "refresh_mask")
         check_integrity(self, self.all_rows, "refresh_mask")
-        kernels.mask_rows(self.data, self.legal_action_mask, self.params, self.all_rows)
+        run_rows(self.threads, kernels.mask_rows, (self.data, self.legal_action_mask, self.params),
+                 (self.all_rows,))
 
 
 # ---- input validation ------------------------------------------------------------------------
@@ -494,6 +497,7 @@ def _check_state(state: State, fn: str) -> None:
             and mask.dtype == np.bool_ and mask.shape == (data.shape[0], NUM_ACTIONS)):
         raise ValueError(f"{fn}: the state's arrays do not match its parameters (data, "
                          "legal_action_mask or params were replaced); make it with init()")
+    check_threads(state.threads, f"{fn}: state.threads")
 
 
 _NO_ACTIONS = np.zeros(0, dtype=np.int64)
@@ -610,8 +614,10 @@ def check_memory(needed: int, what: str, fn: str) -> None:
 
 # ---- batches and deals -----------------------------------------------------------------------
 
-def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = "init") -> State:
+def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = "init",
+               threads: object = 1) -> State:
     n = check_batch_size(num_games, fn)
+    threads = check_threads(threads, f"{fn}: threads")
     # anything but a RuleSet goes through load_rules, which names a bad value (None, 5) in a
     # RulesError instead of failing on a missing attribute
     rules = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
@@ -619,7 +625,7 @@ def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = 
     check_memory(batch_bytes(params, n), f"a batch of {n:,} {rules.name} games", fn)
     data = np.zeros((n, int(params[P_WIDTH])), dtype=np.int32)
     mask = np.zeros((n, NUM_ACTIONS), dtype=np.bool_)
-    return State(rules, params, data, mask)
+    return State(rules, params, data, mask, threads)
 
 
 def _split_seeds(seeds: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int32], ...]:
@@ -647,9 +653,15 @@ def _deal_arrays(state: State, rows: npt.NDArray[np.int64], seeds: npt.NDArray[n
                  ) -> npt.NDArray[np.int32]:
     lo, hi = _split_seeds(seeds)
     events = np.zeros(len(rows), dtype=np.int32)
-    kernels.deal_kernel(state.data, state.params, rows, lo, hi, deal_rows, deal_index, events)
-    kernels.mask_rows(state.data, state.legal_action_mask, state.params, rows)
+    run_rows(state.threads, kernels.deal_kernel, (state.data, state.params),
+             (rows, lo, hi, deal_rows, deal_index, events))
+    _mask_rows(state, rows)
     return events
+
+
+def _mask_rows(state: State, rows: npt.NDArray[np.int64]) -> None:
+    run_rows(state.threads, kernels.mask_rows, (state.data, state.legal_action_mask, state.params),
+             (rows,))
 
 
 def _deal(state: State, rows: npt.NDArray[np.int64], deals: list[DealId]) -> npt.NDArray[np.int32]:
@@ -688,7 +700,7 @@ def _seed_array(seed: object, n: int, fn: str) -> npt.NDArray[np.uint64]:
 
 
 def init(rules: RuleSet | str, num_games: int, seed: int | npt.ArrayLike = 0,
-         *, episode: str = "hand") -> State:
+         *, episode: str = "hand", threads: int = 1) -> State:
     """Create a batch of ``num_games`` games and deal them.
 
     Args:
@@ -697,6 +709,9 @@ def init(rules: RuleSet | str, num_games: int, seed: int | npt.ArrayLike = 0,
         seed: an int (row b plays DealId(seed, b, 0)) or a sequence of B per-row seeds (row b
             plays DealId(seeds[b], 0, 0), so SB3's ``seed + i`` maps onto rows).
         episode: ``"hand"`` (an episode is one hand) or ``"game"`` (hands to the target, C33).
+        threads: split the kernels' work on large batches over this many threads (``State.threads``,
+            which may also be set later; the same results as serial). Keep 1 while a learner needs
+            the other cores.
     """
     n = check_batch_size(num_games, "init")
     try:
@@ -705,25 +720,25 @@ def init(rules: RuleSet | str, num_games: int, seed: int | npt.ArrayLike = 0,
         scalar = False
     if scalar:
         one_seed = check_seed(seed, "init")
-        state = _new_state(rules, n, episode, "init")
+        state = _new_state(rules, n, episode, "init", threads)
         seeds = np.full(n, one_seed, dtype=np.uint64)
         deal_rows = np.arange(n, dtype=np.int32)
     else:
         seeds = _seed_array(seed, n, "init")
-        state = _new_state(rules, n, episode, "init")
+        state = _new_state(rules, n, episode, "init", threads)
         deal_rows = np.zeros(n, dtype=np.int32)
     _deal_arrays(state, state.all_rows, seeds, deal_rows, np.zeros(n, dtype=np.int32))
     return state
 
 
 def init_from_deals(rules: RuleSet | str, deals: list[DealId] | list[ExplicitDeal],
-                    *, episode: str = "hand") -> State:
+                    *, episode: str = "hand", threads: int = 1) -> State:
     """A batch replaying the given deals: DealIds (row b re-dealt exactly as its address says) or
     explicit deals (deck order and dealer, stable across library and numpy versions)."""
     deals = _deal_list(deals, "init_from_deals")
     if not deals:
         raise ValueError("init_from_deals: no deals given")
-    state = _new_state(rules, len(deals), episode, "init_from_deals")
+    state = _new_state(rules, len(deals), episode, "init_from_deals", threads)
     _redeal_unchecked(state, state.all_rows, deals, "init_from_deals")
     return state
 
@@ -768,8 +783,9 @@ def _redeal_unchecked(state: State, idx: npt.NDArray[np.int64], deals: list, fn:
             raise ValueError(f"{fn}: deals[{i}].dealer = {short_repr(dealer)} is out of range "
                              f"[0, {state.num_players})")
         dealers[i] = dealer
-    kernels.explicit_deal_kernel(state.data, state.params, idx, orders, dealers)
-    kernels.mask_rows(state.data, state.legal_action_mask, state.params, idx)
+    run_rows(state.threads, kernels.explicit_deal_kernel, (state.data, state.params),
+             (idx, orders, dealers))
+    _mask_rows(state, idx)
 
 
 def _check_order(order: object, expected: np.ndarray, state: State, fn: str, i: int
@@ -827,9 +843,10 @@ def _reset_rows_unchecked(state: State, rows: npt.NDArray[np.int64]) -> npt.NDAr
         return np.zeros(0, dtype=np.int32)
     d = state.data[rows]
     events = np.zeros(rows.size, dtype=np.int32)
-    kernels.deal_kernel(state.data, state.params, rows, d[:, F_SEED_LO].copy(), d[:, F_SEED_HI].copy(),
-                        d[:, F_DEAL_ROW].copy(), d[:, F_DEAL_INDEX] + 1, events)
-    kernels.mask_rows(state.data, state.legal_action_mask, state.params, rows)
+    run_rows(state.threads, kernels.deal_kernel, (state.data, state.params),
+             (rows, d[:, F_SEED_LO].copy(), d[:, F_SEED_HI].copy(), d[:, F_DEAL_ROW].copy(),
+              d[:, F_DEAL_INDEX] + 1, events))
+    _mask_rows(state, rows)
     return events
 
 
@@ -863,8 +880,8 @@ def _step_unchecked(state: State, acts: npt.NDArray[np.int64],
     rewards = np.zeros((n, state.num_players), dtype=np.float32)
     status = np.zeros(n, dtype=np.int32)
     events = np.zeros(n, dtype=np.int32)
-    kernels.step_kernel(state.data, state.legal_action_mask, state.params, idx, acts, rewards,
-                        status, events)
+    run_rows(state.threads, kernels.step_kernel, (state.data, state.legal_action_mask, state.params),
+             (idx, acts, rewards, status, events))
     if np.any(status == kernels.STEP_DEAD_END):
         bad = int(idx[np.flatnonzero(status == kernels.STEP_DEAD_END)[0]])
         raise RuntimeError(f"engine bug: row {bad} ({state.deal_id(bad)}) is live with no legal "
@@ -924,7 +941,8 @@ def _observe_unchecked(state: State, seats: npt.NDArray[np.int64],
     if seats.ndim == 0 or seats.shape[0] != idx.shape[0]:
         seats = np.broadcast_to(seats, idx.shape)
     out = np.empty((idx.shape[0], obs_dim(state.params)), dtype=np.float32)
-    observe_kernel(state.data, state.params, idx, np.ascontiguousarray(seats), out)
+    run_rows(state.threads, observe_kernel, (state.data, state.params),
+             (idx, np.ascontiguousarray(seats), out))
     return out
 
 
@@ -932,7 +950,7 @@ def clone(state: State, rows: npt.ArrayLike | None = None) -> State:
     """A deep copy of the state, or of the listed rows only (a row may repeat)."""
     if rows is None:
         return State(state.rules, state.params.copy(), state.data.copy(),
-                     state.legal_action_mask.copy())
+                     state.legal_action_mask.copy(), state.threads)
     idx = check_rows(state, rows, "clone")
     return State(state.rules, state.params.copy(), state.data[idx].copy(),
-                 state.legal_action_mask[idx].copy())
+                 state.legal_action_mask[idx].copy(), state.threads)

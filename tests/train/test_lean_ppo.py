@@ -73,6 +73,16 @@ def test_overlapped_run_is_a_function_of_its_seed(tmp_path: Path) -> None:
     assert first != _sha(_train(tmp_path / "d", overlap=False))
 
 
+def test_engine_threads_train_the_same_weights(tmp_path: Path) -> None:
+    """``engine_threads`` splits the envs' batch over threads (two chunks of 128 rows here) and
+    changes nothing the learner sees."""
+    big = dict(num_envs=256, n_steps=2, checkpoint_every=512)
+    assert _sha(_train(tmp_path / "a", 1024, **big)) == _sha(_train(tmp_path / "b", 1024, **big,
+                                                                   engine_threads=2))
+    with pytest.raises(ValueError, match="engine_threads = 1000 exceeds the"):
+        ppo.train(ppo.load_args(None, {**TINY, "run_dir": str(tmp_path / "c"), "engine_threads": 1000}))
+
+
 def test_selfplay_pool_with_lean_trainer(tmp_path: Path) -> None:
     args = ppo.load_args(None, {**TINY, "run_dir": str(tmp_path / "sp"), "total_timesteps": 384,
                                 "snapshot_every": 128})
