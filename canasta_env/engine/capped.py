@@ -8,8 +8,8 @@ a small exact dynamic programme over the meld slots, with the wilds used so far 
 * ``discard_ok``: can the mover meld enough for the minimum and still end the turn by a discard
   (keeping a discardable card while sevens may not be discarded), by the C27a end, or (P3) by a
   play that completes a canasta and brings the foot?
-* ``go_out_ok``: can every card but an optional (or, R8, compulsory) final discard be melded so
-  that the owner then holds every canasta kind?
+* ``_meld_all``: can the whole hand be melded so that the owner then holds every canasta kind
+  (``going_out.py`` tries each final discard around it)?
 
 ``slot_outcomes`` says, for one slot, which canasta kinds adding ``a`` naturals and ``b`` wilds can
 close; it is the only place that knows how a rank's cards split into capped melds.
@@ -25,50 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import (
-    BLACK_THREE,
-    BLACK_THREE_SLOT,
-    CANASTA_SIZE,
-    CARD_VALUES,
-    FOUR,
-    JOKER,
-    NUM_KINDS,
-    NUM_RANK_SLOTS,
-    SEVEN,
-    SEVEN_SLOT,
-    TWO,
-    WILD_SLOT,
-)
-from canasta_env.engine.layout import (
-    F_CUR,
-    F_TURN_FLAGS,
-    K_MIXED,
-    K_NATURAL,
-    K_SEVENS,
-    K_WILD,
-    NUM_CANASTA_KINDS,
-    O_CREDIT,
-    O_RESSTATE,
-    P_B3_MAX,
-    P_GO_DISCARD,
-    P_MAX_WILD,
-    P_NOWNERS,
-    P_NSIDES,
-    P_RES_PICKUP,
-    P_SEVEN_RULE,
-    P_WLE,
-    PICKUP_IMMEDIATE,
-    RES_DOWN,
-    RES_IN_HAND,
-    TF_NO,
-    TF_SEVENS_ONLY,
-    TF_YES,
-    canasta_kinds_at,
-    hand_at,
-    jokers_at,
-    naturals_at,
-    twos_at,
-)
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
 from canasta_env.engine.melds import NEG, go_out_value_needed, minimum_shortfall, owner_of
 
 ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens canasta closed (R8, P6)
@@ -77,8 +35,8 @@ ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens cana
 @njit(cache=True, inline="always")
 def _open_wilds(prm, naturals):
     """Most wilds an open (not yet seven-card) meld of ``naturals`` naturals may hold (C13)."""
-    limit = prm[P_MAX_WILD]
-    if prm[P_WLE] and naturals < limit:
+    limit = prm[L.P_MAX_WILD]
+    if prm[L.P_WLE] and naturals < limit:
         limit = naturals
     return limit
 
@@ -91,24 +49,24 @@ def slot_outcomes(prm, slot, n0, w0, a, b):
     a rank, R2), then new melds follow, each of 2+ naturals and at most 3 wilds."""
     if a + b == 0:
         return 1
-    if slot == WILD_SLOT:  # wild-only melds: three or more wilds, closed at seven (R2)
+    if slot == C.WILD_SLOT:  # wild-only melds: three or more wilds, closed at seven (R2)
         t = w0 + b
-        r = t % CANASTA_SIZE
+        r = t % C.CANASTA_SIZE
         if r == 1 or r == 2:
             return 0
-        return 1 << (1 << K_WILD) if t >= CANASTA_SIZE else 1
+        return 1 << (1 << L.K_WILD) if t >= C.CANASTA_SIZE else 1
     n, w = n0 + a, w0 + b
-    if slot == SEVEN_SLOT and w > 0:  # sevens are never mixed
+    if slot == C.SEVEN_SLOT and w > 0:  # sevens are never mixed
         return 0
     t = n + w
-    k = t // CANASTA_SIZE
-    r = t - k * CANASTA_SIZE
+    k = t // C.CANASTA_SIZE
+    r = t - k * C.CANASTA_SIZE
     if r == 1 or r == 2:
         return 0
-    if slot == SEVEN_SLOT:
-        return 1 << (1 << K_SEVENS) if k >= 1 else 1
+    if slot == C.SEVEN_SLOT:
+        return 1 << (1 << L.K_SEVENS) if k >= 1 else 1
     out = 0
-    u0 = min(3, CANASTA_SIZE - n0)  # wilds the first (existing) meld can hold once closed
+    u0 = min(3, C.CANASTA_SIZE - n0)  # wilds the first (existing) meld can hold once closed
     for wr in range(4):
         if r == 0 and wr > 0:
             break
@@ -125,11 +83,11 @@ def slot_outcomes(prm, slot, n0, w0, a, b):
         if wc < w0 or wc > u0 + 3 * (k - 1):
             continue
         if wc == 0:
-            out |= 1 << (1 << K_NATURAL)
+            out |= 1 << (1 << L.K_NATURAL)
         if wc >= max(1, w0) + k - 1:
-            out |= 1 << (1 << K_MIXED)
+            out |= 1 << (1 << L.K_MIXED)
         if k >= 2 and wc >= 1 and wc <= (3 * (k - 1) if w0 == 0 else u0 + 3 * (k - 2)):
-            out |= 1 << ((1 << K_NATURAL) | (1 << K_MIXED))
+            out |= 1 << ((1 << L.K_NATURAL) | (1 << L.K_MIXED))
     return out
 
 
@@ -137,9 +95,9 @@ def slot_outcomes(prm, slot, n0, w0, a, b):
 def _spread(states, outcomes):
     """Kind-mask states reachable from ``states`` (bit set) by closing any of ``outcomes``."""
     out = 0
-    for f in range(1 << NUM_CANASTA_KINDS):
+    for f in range(1 << L.NUM_CANASTA_KINDS):
         if (states >> f) & 1:
-            for m in range(1 << NUM_CANASTA_KINDS):
+            for m in range(1 << L.NUM_CANASTA_KINDS):
                 if (outcomes >> m) & 1:
                     out |= 1 << (f | m)
     return out
@@ -149,8 +107,8 @@ def _spread(states, outcomes):
 def owner_kinds(row, prm, owner):
     """Mask of the canasta kinds ``owner`` has closed."""
     have = 0
-    for kind in range(NUM_CANASTA_KINDS):
-        if row[canasta_kinds_at(prm, owner) + kind] > 0:
+    for kind in range(L.NUM_CANASTA_KINDS):
+        if row[L.canasta_kinds_at(prm, owner) + kind] > 0:
             have |= 1 << kind
     return have
 
@@ -158,9 +116,9 @@ def owner_kinds(row, prm, owner):
 @njit(cache=True, inline="always")
 def _side_has_sevens(row, prm, side):
     """Whether a side (any of its meld owners) has closed a sevens canasta."""
-    sides = prm[P_NSIDES]
-    for owner in range(side, prm[P_NOWNERS], sides):
-        if row[canasta_kinds_at(prm, owner) + K_SEVENS] > 0:
+    sides = prm[L.P_NSIDES]
+    for owner in range(side, prm[L.P_NOWNERS], sides):
+        if row[L.canasta_kinds_at(prm, owner) + L.K_SEVENS] > 0:
             return True
     return False
 
@@ -168,9 +126,9 @@ def _side_has_sevens(row, prm, side):
 @njit(cache=True)
 def sevens_blocked(row, prm):
     """R5, P4: no seven may be discarded until every side has a sevens canasta."""
-    if prm[P_SEVEN_RULE] == 0:
+    if prm[L.P_SEVEN_RULE] == 0:
         return False
-    for side in range(prm[P_NSIDES]):
+    for side in range(prm[L.P_NSIDES]):
         if not _side_has_sevens(row, prm, side):
             return True
     return False
@@ -180,8 +138,8 @@ def sevens_blocked(row, prm):
 def _last_without_sevens(row, prm, player):
     """Whether the player's side is the only side without a sevens canasta (its own sevens
     canasta would then lift the seven rule, R5/P4)."""
-    mine = player % prm[P_NSIDES]
-    for side in range(prm[P_NSIDES]):
+    mine = player % prm[L.P_NSIDES]
+    for side in range(prm[L.P_NSIDES]):
         if _side_has_sevens(row, prm, side) == (side == mine):
             return False
     return True
@@ -190,38 +148,39 @@ def _last_without_sevens(row, prm, player):
 @njit(cache=True)
 def _meld_all(row, prm, owner, h):
     """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
-    b3 = h[BLACK_THREE]
+    mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
+    b3 = h[C.BLACK_THREE]
     if b3 > 0:
-        on_table = row[mnat + BLACK_THREE_SLOT] + b3
-        if on_table < 3 or on_table > prm[P_B3_MAX]:
+        on_table = row[mnat + C.BLACK_THREE_SLOT] + b3
+        if on_table < 3 or on_table > prm[L.P_B3_MAX]:
             return False
-    wilds = h[JOKER] + h[TWO]
+    wilds = h[C.JOKER] + h[C.TWO]
     have = owner_kinds(row, prm, owner)
     # necessary conditions first: they settle almost every state without the programme
-    if not (have >> K_WILD) & 1 and row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] + wilds < CANASTA_SIZE:
+    wild_melded = row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT]
+    if not (have >> L.K_WILD) & 1 and wild_melded + wilds < C.CANASTA_SIZE:
         return False
-    if not (have >> K_SEVENS) & 1 and row[mnat + SEVEN_SLOT] + h[SEVEN] < CANASTA_SIZE:
+    if not (have >> L.K_SEVENS) & 1 and row[mnat + C.SEVEN_SLOT] + h[C.SEVEN] < C.CANASTA_SIZE:
         return False
-    nat_ok = (have >> K_NATURAL) & 1
-    mix_ok = (have >> K_MIXED) & 1
-    for s in range(NUM_RANK_SLOTS):
-        c = h[s + FOUR]
+    nat_ok = (have >> L.K_NATURAL) & 1
+    mix_ok = (have >> L.K_MIXED) & 1
+    for s in range(C.NUM_RANK_SLOTS):
+        c = h[s + C.FOUR]
         n0 = row[mnat + s]
         if n0 == 0 and (c == 1 or (c == 2 and wilds == 0)):
             return False
-        if s != SEVEN_SLOT:
-            if n0 + c >= CANASTA_SIZE:
+        if s != C.SEVEN_SLOT:
+            if n0 + c >= C.CANASTA_SIZE:
                 nat_ok = 1
-            if n0 + row[mjok + s] + row[mtwo + s] + c + wilds >= CANASTA_SIZE and n0 + c >= 2:
+            if n0 + row[mjok + s] + row[mtwo + s] + c + wilds >= C.CANASTA_SIZE and n0 + c >= 2:
                 mix_ok = 1
     if not (nat_ok and mix_ok):
         return False
     reach = np.zeros(wilds + 1, np.int32)
     nxt = np.zeros(wilds + 1, np.int32)
     reach[0] = 1 << have
-    for s in range(NUM_RANK_SLOTS):
-        c = h[s + FOUR]
+    for s in range(C.NUM_RANK_SLOTS):
+        c = h[s + C.FOUR]
         n0 = row[mnat + s]
         w0 = row[mjok + s] + row[mtwo + s]
         if c == 0 and n0 == 0:  # no meld and no naturals: nothing can go here
@@ -235,11 +194,11 @@ def _meld_all(row, prm, owner, h):
                 if outs:
                     nxt[w + b] |= _spread(reach[w], outs)
         reach[:] = nxt
-    w0 = row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT]
+    w0 = row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT]
     for w in range(wilds + 1):
         if reach[w] == 0:
             continue
-        outs = slot_outcomes(prm, WILD_SLOT, 0, w0, 0, wilds - w)
+        outs = slot_outcomes(prm, C.WILD_SLOT, 0, w0, 0, wilds - w)
         if outs and (_spread(reach[w], outs) >> ALL_FOUR_KINDS) & 1:
             return True
     return False
@@ -248,51 +207,21 @@ def _meld_all(row, prm, owner, h):
 @njit(cache=True)
 def _credited(h, credit):
     v = 0
-    for k in range(NUM_KINDS):
-        v += min(h[k], credit[k]) * CARD_VALUES[k]
+    for k in range(C.NUM_KINDS):
+        v += min(h[k], credit[k]) * C.CARD_VALUES[k]
     return v
-
-
-@njit(cache=True)
-def go_out_ok(row, prm):
-    """Whether the mover can still go out this turn (C28, R4/P3, R5/P4, R8/P6)."""
-    if row[F_TURN_FLAGS] & TF_NO:
-        return False
-    p = row[F_CUR]
-    if row[prm[O_RESSTATE] + p] != RES_IN_HAND:  # the kitty or foot must have joined the hand
-        return False
-    owner = owner_of(prm, p)
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
-    need_value = go_out_value_needed(row, prm)
-    if not prm[P_GO_DISCARD] and _meld_all(row, prm, owner, h):
-        if need_value <= 0 or _credited(h, credit) >= need_value:
-            return True
-    for d in range(NUM_KINDS):
-        if h[d] == 0 or (d == SEVEN and prm[P_SEVEN_RULE] != 0):  # never a seven (R5, P4)
-            continue
-        h[d] -= 1
-        old = credit[d]
-        credit[d] = min(old, h[d])
-        ok = _meld_all(row, prm, owner, h) and (
-            need_value <= 0 or _credited(h, credit) >= need_value)
-        h[d] += 1
-        credit[d] = old
-        if ok:
-            return True
-    return False
 
 
 @njit(cache=True)
 def discard_ok_after(row, prm, d):
     """Whether the mover, holding one card, may discard kind ``d`` to go out."""
-    p = row[F_CUR]
-    if row[F_TURN_FLAGS] & TF_NO or row[prm[O_RESSTATE] + p] != RES_IN_HAND:
+    p = row[L.F_CUR]
+    if row[L.F_TURN_FLAGS] & L.TF_NO or row[prm[L.O_RESSTATE] + p] != L.RES_IN_HAND:
         return False
-    if d == SEVEN and prm[P_SEVEN_RULE] != 0:
+    if d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0:
         return False
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
     h[d] -= 1
     need_value = go_out_value_needed(row, prm)
     ok = _meld_all(row, prm, owner_of(prm, p), h) and (
@@ -305,7 +234,7 @@ def discard_ok_after(row, prm, d):
 def _wild_value(used, cj, ct):
     """Credited value of the ``used`` most valuable wilds."""
     j = min(used, cj)
-    return j * CARD_VALUES[JOKER] + min(used - j, ct) * CARD_VALUES[TWO]
+    return j * C.CARD_VALUES[C.JOKER] + min(used - j, ct) * C.CARD_VALUES[C.TWO]
 
 
 @njit(cache=True)
@@ -314,16 +243,16 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     a seven when ``need_other``, unless ``lift`` and the melding closes a sevens canasta: the
     mover's side was the last without one, R5/P4); with ``foot``, a melding that closes a canasta
     may keep none (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
-    wilds = h[JOKER] + h[TWO]
+    mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
+    wilds = h[C.JOKER] + h[C.TWO]
     # state: wilds used, kept cards (capped at 2), a non-seven kept, canastas closed (bit 0: any,
     # bit 1: sevens)
     cur = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
     nxt = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
-    kept0 = h[BLACK_THREE]
+    kept0 = h[C.BLACK_THREE]
     cur[0, min(kept0, 2), 1 if kept0 > 0 else 0, 0] = 0
-    for s in range(NUM_RANK_SLOTS):
-        k = s + FOUR
+    for s in range(C.NUM_RANK_SLOTS):
+        k = s + C.FOUR
         c = h[k]
         n0 = row[mnat + s]
         w0 = row[mjok + s] + row[mtwo + s]
@@ -338,22 +267,22 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
                         if v0 == NEG:
                             continue
                         for a in range(c + 1):
-                            v = v0 + min(a, credit[k]) * CARD_VALUES[k]
+                            v = v0 + min(a, credit[k]) * C.CARD_VALUES[k]
                             kk = min(2, kept + c - a)
-                            oo = other | (1 if (c - a > 0 and k != SEVEN) else 0)
+                            oo = other | (1 if (c - a > 0 and k != C.SEVEN) else 0)
                             for b in range(wilds - w + 1):
                                 if a + b > 0 and n0 + a < 2 and n0 == 0:
                                     break
                                 if slot_outcomes(prm, s, n0, w0, a, b) == 0:
                                     continue
-                                shut = a + b > 0 and n0 + w0 + a + b >= CANASTA_SIZE
-                                cc = closed | ((3 if k == SEVEN else 1) if shut else 0)
+                                shut = a + b > 0 and n0 + w0 + a + b >= C.CANASTA_SIZE
+                                cc = closed | ((3 if k == C.SEVEN else 1) if shut else 0)
                                 if v > nxt[w + b, kk, oo, cc]:
                                     nxt[w + b, kk, oo, cc] = v
         cur[:] = nxt
-    cj = min(h[JOKER], credit[JOKER])
-    ct = min(h[TWO], credit[TWO])
-    w0 = row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT]
+    cj = min(h[C.JOKER], credit[C.JOKER])
+    ct = min(h[C.TWO], credit[C.TWO])
+    w0 = row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT]
     best = NEG
     for w in range(wilds + 1):
         for kept in range(3):
@@ -363,12 +292,12 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
                     if v0 == NEG:
                         continue
                     for bw in range(wilds - w + 1):
-                        if slot_outcomes(prm, WILD_SLOT, 0, w0, 0, bw) == 0:
+                        if slot_outcomes(prm, C.WILD_SLOT, 0, w0, 0, bw) == 0:
                             continue
                         left = wilds - w - bw
                         kk = kept + left
                         oo = other | (1 if left > 0 else 0)
-                        cc = closed | (1 if (bw > 0 and w0 + bw >= CANASTA_SIZE) else 0)
+                        cc = closed | (1 if (bw > 0 and w0 + bw >= C.CANASTA_SIZE) else 0)
                         ok = kk >= keep and (oo or not need_other or (lift and cc & 2))
                         if not ok and not (foot and cc):
                             continue
@@ -381,36 +310,36 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
 @njit(cache=True)
 def _only_sevens(h):
     total = 0
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         total += h[k]
-    return total > 0 and h[SEVEN] == total
+    return total > 0 and h[C.SEVEN] == total
 
 
 @njit(cache=True)
 def discard_ok(row, prm, keep):
     """Whether the mover can end the turn without going out, holding ``keep`` cards before the
     discard (2), or before the no-discard end of C31a (1); includes the C27a end and the P3 foot."""
-    if row[F_TURN_FLAGS] & TF_YES:
+    if row[L.F_TURN_FLAGS] & L.TF_YES:
         return False
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     owner = owner_of(prm, p)
-    if row[naturals_at(prm, owner) + BLACK_THREE_SLOT] > 0:  # black threes only when going out (C11, R3)
+    if row[L.naturals_at(prm, owner) + C.BLACK_THREE_SLOT] > 0:  # black threes only when going out (C11, R3)
         return False
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
     short = minimum_shortfall(row, prm)
     blocked = keep == 2 and sevens_blocked(row, prm)
     lift = blocked and _last_without_sevens(row, prm, p)
-    foot = prm[P_RES_PICKUP] == PICKUP_IMMEDIATE and row[prm[O_RESSTATE] + p] == RES_DOWN
+    foot = prm[L.P_RES_PICKUP] == L.PICKUP_IMMEDIATE and row[prm[L.O_RESSTATE] + p] == L.RES_DOWN
     if short == 0:
         total = 0
-        for k in range(NUM_KINDS):
+        for k in range(C.NUM_KINDS):
             total += h[k]
-        if total >= keep and (not blocked or total > h[SEVEN]):
+        if total >= keep and (not blocked or total > h[C.SEVEN]):
             return True
     if best_value(row, prm, owner, h, credit, keep, blocked, foot, lift) >= short:
         return True
-    if blocked and row[F_TURN_FLAGS] & TF_SEVENS_ONLY and _only_sevens(h):  # C27a
+    if blocked and row[L.F_TURN_FLAGS] & L.TF_SEVENS_ONLY and _only_sevens(h):  # C27a
         return best_value(row, prm, owner, h, credit, 1, False, foot, False) >= short
     return False
 
@@ -419,22 +348,16 @@ def discard_ok(row, prm, keep):
 def only_sevens_left(row, prm):
     """R5, P4: after a meld, the hand holds only sevens while none may be discarded, and did not
     when melding began (a meld may not leave the player so)."""
-    p = row[F_CUR]
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    return (_only_sevens(h) and not row[F_TURN_FLAGS] & TF_SEVENS_ONLY
+    p = row[L.F_CUR]
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    return (_only_sevens(h) and not row[L.F_TURN_FLAGS] & L.TF_SEVENS_ONLY
             and sevens_blocked(row, prm))
 
 
 @njit(cache=True)
 def no_discard_end_ok(row, prm):
     """C27a: the hand held only sevens when melding began and none may be discarded."""
-    p = row[F_CUR]
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    return (bool(row[F_TURN_FLAGS] & TF_SEVENS_ONLY) and sevens_blocked(row, prm)
+    p = row[L.F_CUR]
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    return (bool(row[L.F_TURN_FLAGS] & L.TF_SEVENS_ONLY) and sevens_blocked(row, prm)
             and _only_sevens(h) and minimum_shortfall(row, prm) == 0)
-
-
-@njit(cache=True)
-def turn_finishable(row, prm):
-    """C19a under a meld cap."""
-    return discard_ok(row, prm, 2) or go_out_ok(row, prm)

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.engine import kernels
+from canasta_env.engine import layout as L
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
 from canasta_env.engine.cards import KIND_NAMES, NUM_KINDS
 from canasta_env.engine.integrity import (
@@ -31,62 +32,6 @@ from canasta_env.engine.integrity import (
     FIELDS,
     REPORT_SIZE,
     find_corrupt,
-)
-from canasta_env.engine.layout import (
-    BLOCK_SHAPE,
-    F_ASKER,
-    F_CONCEALED,
-    F_CUR,
-    F_DEAL_INDEX,
-    F_DEAL_ROW,
-    F_DEALER,
-    F_GAME_RESULT,
-    F_HAND_END,
-    F_HAND_NO,
-    F_MINIMUM,
-    F_NEEDS_MIN,
-    F_PHASE,
-    F_PILE_FROZEN,
-    F_PILE_LEN,
-    F_SEED_HI,
-    F_SEED_LO,
-    F_STATUS,
-    F_STEPS,
-    F_STOCK_LEN,
-    F_TRUNC,
-    F_TURN_FLAGS,
-    F_TURN_VALUE,
-    F_WENT_OUT,
-    NUM_PARAMS,
-    O_CJOK,
-    O_CKINDS,
-    O_CLOSED,
-    O_CREDIT,
-    O_CTWO,
-    O_HANDS,
-    O_HSCORE,
-    O_KNOWN,
-    O_MELDED,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
-    O_NEW,
-    O_OPENED,
-    O_PARTS,
-    O_PILE,
-    O_RED3,
-    O_RESERVE,
-    O_RESSTATE,
-    O_SCORE,
-    O_STOCK,
-    P_DECK,
-    P_EPISODE_GAME,
-    P_NOWNERS,
-    P_NPLAYERS,
-    P_NSIDES,
-    P_WIDTH,
-    ST_DONE,
-    pack_params,
 )
 from canasta_env.engine.observation import obs_dim, observe_kernel
 from canasta_env.engine.threads import check_threads, run_rows
@@ -152,16 +97,16 @@ class State:
 
     @property
     def num_players(self) -> int:
-        return int(self.params[P_NPLAYERS])
+        return int(self.params[L.P_NPLAYERS])
 
     @property
     def num_owners(self) -> int:
         """Meld owners: the sides, or the players when each player owns their melds (G2)."""
-        return int(self.params[P_NOWNERS])
+        return int(self.params[L.P_NOWNERS])
 
     @property
     def num_sides(self) -> int:
-        return int(self.params[P_NSIDES])
+        return int(self.params[L.P_NSIDES])
 
     @property
     def num_actions(self) -> int:
@@ -173,136 +118,136 @@ class State:
     def _block(self, key: int) -> npt.NDArray[np.int32]:
         """The ``(B, rows, width)`` view of a block of ``layout.ROW_BLOCKS`` (``(B, rows)`` for width
         1, ``(B, width)`` for a block of the table)."""
-        rows, width = BLOCK_SHAPE[key]
+        rows, width = L.BLOCK_SHAPE[key]
         assert isinstance(width, int), "stock and pile are read by State.stock and State.pile"
         per = {"players": self.num_players, "owners": self.num_owners, "sides": self.num_sides, "one": 1}
         shape = ((per[rows],) if rows != "one" else ()) + ((width,) if width != 1 else ())
         start = int(self.params[key])
         return self.data[:, start: start + int(np.prod(shape))].reshape(self.num_games, *shape)
 
-    current_player = property(lambda self: self._field(F_CUR))  # (B,) seat to move
-    phase = property(lambda self: self._field(F_PHASE))  # (B,) layout.PH_*
-    dealer = property(lambda self: self._field(F_DEALER))
-    hand_number = property(lambda self: self._field(F_HAND_NO))
-    stock_size = property(lambda self: self._field(F_STOCK_LEN))
-    pile_size = property(lambda self: self._field(F_PILE_LEN))
-    game_result = property(lambda self: self._field(F_GAME_RESULT))  # winning side, -1 draw
-    hand_end = property(lambda self: self._field(F_HAND_END))  # layout.HE_*
+    current_player = property(lambda self: self._field(L.F_CUR))  # (B,) seat to move
+    phase = property(lambda self: self._field(L.F_PHASE))  # (B,) layout.PH_*
+    dealer = property(lambda self: self._field(L.F_DEALER))
+    hand_number = property(lambda self: self._field(L.F_HAND_NO))
+    stock_size = property(lambda self: self._field(L.F_STOCK_LEN))
+    pile_size = property(lambda self: self._field(L.F_PILE_LEN))
+    game_result = property(lambda self: self._field(L.F_GAME_RESULT))  # winning side, -1 draw
+    hand_end = property(lambda self: self._field(L.F_HAND_END))  # layout.HE_*
 
-    turn_value = property(lambda self: self._field(F_TURN_VALUE))  # (B,) value toward the minimum
-    turn_flags = property(lambda self: self._field(F_TURN_FLAGS))  # (B,) layout.TF_* bits
-    minimum = property(lambda self: self._field(F_MINIMUM))  # (B,) minimum of the mover's side
-    needs_minimum = property(lambda self: self._field(F_NEEDS_MIN))  # (B,) side unopened at turn start
-    pile_frozen = property(lambda self: self._field(F_PILE_FROZEN))  # (B,) a wild lies in the pile
-    asker = property(lambda self: self._field(F_ASKER))  # (B,) seat that asked its partner (C29)
-    decisions = property(lambda self: self._field(F_STEPS))  # (B,) decisions in this hand
-    went_out = property(lambda self: self._field(F_WENT_OUT))  # (B,) seat that went out, -1 none
-    concealed = property(lambda self: self._field(F_CONCEALED))  # (B,) that go-out was concealed
+    turn_value = property(lambda self: self._field(L.F_TURN_VALUE))  # (B,) value toward the minimum
+    turn_flags = property(lambda self: self._field(L.F_TURN_FLAGS))  # (B,) layout.TF_* bits
+    minimum = property(lambda self: self._field(L.F_MINIMUM))  # (B,) minimum of the mover's side
+    needs_minimum = property(lambda self: self._field(L.F_NEEDS_MIN))  # (B,) side unopened at turn start
+    pile_frozen = property(lambda self: self._field(L.F_PILE_FROZEN))  # (B,) a wild lies in the pile
+    asker = property(lambda self: self._field(L.F_ASKER))  # (B,) seat that asked its partner (C29)
+    decisions = property(lambda self: self._field(L.F_STEPS))  # (B,) decisions in this hand
+    went_out = property(lambda self: self._field(L.F_WENT_OUT))  # (B,) seat that went out, -1 none
+    concealed = property(lambda self: self._field(L.F_CONCEALED))  # (B,) that go-out was concealed
 
     @property
     def credit(self) -> npt.NDArray[np.int32]:
         """(B, 15) cards of each kind whose melding still counts toward the minimum this turn
         (large when no pile was taken: every card counts)."""
-        return self._block(O_CREDIT)
+        return self._block(L.O_CREDIT)
 
     @property
     def new_this_turn(self) -> npt.NDArray[np.int32]:
         """(B, 13) meld slots the mover's side started this turn."""
-        return self._block(O_NEW)
+        return self._block(L.O_NEW)
 
     @property
     def terminated(self) -> npt.NDArray[np.bool_]:
-        return (self.data[:, F_STATUS] == ST_DONE) & (self.data[:, F_TRUNC] == 0)
+        return (self.data[:, L.F_STATUS] == L.ST_DONE) & (self.data[:, L.F_TRUNC] == 0)
 
     @property
     def truncated(self) -> npt.NDArray[np.bool_]:
-        return self.data[:, F_TRUNC] == 1
+        return self.data[:, L.F_TRUNC] == 1
 
     @property
     def hands(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) count of each card kind in each hand."""
-        return self._block(O_HANDS)
+        return self._block(L.O_HANDS)
 
     @property
     def known(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) cards each player is known to hold (taken from the pile, not yet played)."""
-        return self._block(O_KNOWN)
+        return self._block(L.O_KNOWN)
 
     @property
     def red_threes(self) -> npt.NDArray[np.int32]:
         """(B, P) red threes laid down by each player."""
-        return self._block(O_RED3)
+        return self._block(L.O_RED3)
 
     @property
     def has_melded(self) -> npt.NDArray[np.int32]:
         """(B, P) whether each player has melded or added to a meld this hand."""
-        return self._block(O_MELDED)
+        return self._block(L.O_MELDED)
 
     @property
     def meld_naturals(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) naturals (black threes in slot 12) in each owner's meld of each slot (owner =
         side, or player under G2; owner o belongs to side o % num_sides)."""
-        return self._block(O_MNAT)
+        return self._block(L.O_MNAT)
 
     @property
     def meld_jokers(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MJOK)
+        return self._block(L.O_MJOK)
 
     @property
     def meld_twos(self) -> npt.NDArray[np.int32]:
-        return self._block(O_MTWO)
+        return self._block(L.O_MTWO)
 
     @property
     def reserves(self) -> npt.NDArray[np.int32]:
         """(B, P, 15) each player's kitty or foot while it is not in their hand (R1, P1)."""
-        return self._block(O_RESERVE)
+        return self._block(L.O_RESERVE)
 
     @property
     def reserve_state(self) -> npt.NDArray[np.int32]:
         """(B, P) layout.RES_*: face down, shown (joins after this turn's discard, R4), in hand."""
-        return self._block(O_RESSTATE)
+        return self._block(L.O_RESSTATE)
 
     @property
     def closed_canastas(self) -> npt.NDArray[np.int32]:
         """(B, owners, 4) canastas each owner has closed under a meld cap, by kind (layout.K_*:
         natural/red, mixed/black, wild, sevens; R2, P2)."""
-        return self._block(O_CKINDS)
+        return self._block(L.O_CKINDS)
 
     @property
     def closed_slots(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) closed canastas per meld slot (R2)."""
-        return self._block(O_CLOSED)
+        return self._block(L.O_CLOSED)
 
     @property
     def closed_jokers(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) jokers in each owner's closed canastas of each slot (the rest of their
         seven cards are twos and naturals of the slot's rank)."""
-        return self._block(O_CJOK)
+        return self._block(L.O_CJOK)
 
     @property
     def closed_twos(self) -> npt.NDArray[np.int32]:
         """(B, owners, 13) twos in each owner's closed canastas of each slot."""
-        return self._block(O_CTWO)
+        return self._block(L.O_CTWO)
 
     @property
     def opened(self) -> npt.NDArray[np.int32]:
         """(B, sides) whether each side has met its initial-meld minimum this hand."""
-        return self._block(O_OPENED)
+        return self._block(L.O_OPENED)
 
     @property
     def scores(self) -> npt.NDArray[np.int32]:
         """(B, sides) cumulative game scores."""
-        return self._block(O_SCORE)
+        return self._block(L.O_SCORE)
 
     @property
     def hand_scores(self) -> npt.NDArray[np.int32]:
         """(B, sides) score of the last scored hand."""
-        return self._block(O_HSCORE)
+        return self._block(L.O_HSCORE)
 
     @property
     def score_parts(self) -> npt.NDArray[np.int32]:
         """(B, sides, 5) parts of the last hand score (layout.PART_NAMES)."""
-        return self._block(O_PARTS)
+        return self._block(L.O_PARTS)
 
     def row_index(self, b: object, what: str = "row") -> int:
         """``b`` as a row of this batch: an integer in ``[0, num_games)`` (negative indices are
@@ -323,20 +268,20 @@ class State:
     def stock(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s stock, bottom first (the last element is the next card drawn)."""
         b = self._sound_row(b, "State.stock")
-        start = int(self.params[O_STOCK])
-        return self.data[b, start: start + int(self.data[b, F_STOCK_LEN])]
+        start = int(self.params[L.O_STOCK])
+        return self.data[b, start: start + int(self.data[b, L.F_STOCK_LEN])]
 
     def pile(self, b: int) -> npt.NDArray[np.int32]:
         """Row ``b``'s discard pile, bottom first (the last element is the top card)."""
         b = self._sound_row(b, "State.pile")
-        start = int(self.params[O_PILE])
-        return self.data[b, start: start + int(self.data[b, F_PILE_LEN])]
+        start = int(self.params[L.O_PILE])
+        return self.data[b, start: start + int(self.data[b, L.F_PILE_LEN])]
 
     def deal_id(self, b: int) -> DealId:
         """Address of the deal row ``b`` is playing."""
         d = self.data[self.row_index(b)]
-        seed = (int(d[F_SEED_HI]) & 0xFFFFFFFF) << 32 | (int(d[F_SEED_LO]) & 0xFFFFFFFF)
-        return DealId(seed, int(d[F_DEAL_ROW]), int(d[F_DEAL_INDEX]))
+        seed = (int(d[L.F_SEED_HI]) & 0xFFFFFFFF) << 32 | (int(d[L.F_SEED_LO]) & 0xFFFFFFFF)
+        return DealId(seed, int(d[L.F_DEAL_ROW]), int(d[L.F_DEAL_INDEX]))
 
     def legal_actions(self, b: int) -> list[int]:
         """Legal action indices of row ``b``."""
@@ -491,9 +436,9 @@ def check_batch_size(value: object, fn: str, name: str = "num_games") -> int:
 def _check_state(state: State, fn: str) -> None:
     """The arrays a kernel will index have the shapes and dtypes the parameter vector implies."""
     data, mask, prm = state.data, state.legal_action_mask, state.params
-    if not (isinstance(prm, np.ndarray) and prm.dtype == np.int32 and prm.shape == (NUM_PARAMS,)
+    if not (isinstance(prm, np.ndarray) and prm.dtype == np.int32 and prm.shape == (L.NUM_PARAMS,)
             and isinstance(data, np.ndarray) and data.dtype == np.int32 and data.ndim == 2
-            and data.shape[1] == prm[P_WIDTH] and isinstance(mask, np.ndarray)
+            and data.shape[1] == prm[L.P_WIDTH] and isinstance(mask, np.ndarray)
             and mask.dtype == np.bool_ and mask.shape == (data.shape[0], NUM_ACTIONS)):
         raise ValueError(f"{fn}: the state's arrays do not match its parameters (data, "
                          "legal_action_mask or params were replaced); make it with init()")
@@ -548,12 +493,12 @@ def _params_of_rules(state: State, fn: str) -> npt.NDArray[np.int32]:
     if not isinstance(rules, RuleSet):
         raise CorruptStateError(f"{fn}: the state's rules are not a RuleSet, got "
                                 f"{short_repr(rules)}; make states with init()")
-    game = int(state.params[P_EPISODE_GAME] != 0)
+    game = int(state.params[L.P_EPISODE_GAME] != 0)
     hit = _PARAMS_OF_RULES.get((id(rules), game))
     if hit is None or hit[0] is not rules:
         if len(_PARAMS_OF_RULES) >= 64:
             _PARAMS_OF_RULES.clear()
-        hit = _PARAMS_OF_RULES[(id(rules), game)] = (rules, pack_params(rules, ("hand", "game")[game]))
+        hit = _PARAMS_OF_RULES[(id(rules), game)] = (rules, L.pack_params(rules, ("hand", "game")[game]))
     return hit[1]
 
 
@@ -599,7 +544,7 @@ def _cgroup_available() -> int | None:
 def batch_bytes(params: npt.NDArray[np.int32], num_games: int, extra_per_game: int = 0) -> int:
     """Bytes a batch of ``num_games`` needs: the packed rows (``4 * width`` each), the masks, the
     temporaries of dealing, plus ``extra_per_game`` (a vector env's observation buffers)."""
-    return num_games * (int(params[P_WIDTH]) * 4 + NUM_ACTIONS + _ROW_OVERHEAD + extra_per_game)
+    return num_games * (int(params[L.P_WIDTH]) * 4 + NUM_ACTIONS + _ROW_OVERHEAD + extra_per_game)
 
 
 def check_memory(needed: int, what: str, fn: str) -> None:
@@ -621,9 +566,9 @@ def _new_state(rules: RuleSet | str, num_games: object, episode: str, fn: str = 
     # anything but a RuleSet goes through load_rules, which names a bad value (None, 5) in a
     # RulesError instead of failing on a missing attribute
     rules = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
-    params = pack_params(rules, episode)
+    params = L.pack_params(rules, episode)
     check_memory(batch_bytes(params, n), f"a batch of {n:,} {rules.name} games", fn)
-    data = np.zeros((n, int(params[P_WIDTH])), dtype=np.int32)
+    data = np.zeros((n, int(params[L.P_WIDTH])), dtype=np.int32)
     mask = np.zeros((n, NUM_ACTIONS), dtype=np.bool_)
     return State(rules, params, data, mask, threads)
 
@@ -772,7 +717,7 @@ def _redeal_unchecked(state: State, idx: npt.NDArray[np.int64], deals: list, fn:
         return
     if not all(isinstance(d, ExplicitDeal) for d in deals):
         raise ValueError(f"{fn}: deals must be all DealIds or all ExplicitDeals, not a mix")
-    deck = int(state.params[P_DECK])
+    deck = int(state.params[L.P_DECK])
     expected = np.bincount(_deck_order(state), minlength=NUM_KINDS)
     orders = np.zeros((len(deals), deck), dtype=np.int32)
     dealers = np.zeros(len(deals), dtype=np.int32)
@@ -791,7 +736,7 @@ def _redeal_unchecked(state: State, idx: npt.NDArray[np.int64], deals: list, fn:
 def _check_order(order: object, expected: np.ndarray, state: State, fn: str, i: int
                  ) -> npt.NDArray[np.int64]:
     """An explicit deal's deck order: integers, one per card of the rule set's deck."""
-    deck = int(state.params[P_DECK])
+    deck = int(state.params[L.P_DECK])
     arr = _int_vector(fn, f"deals[{i}].order", order)
     if arr.shape != (deck,) or arr.min() < 0 or arr.max() >= NUM_KINDS or not np.array_equal(
             np.bincount(arr.astype(np.int64), minlength=NUM_KINDS), expected):
@@ -816,7 +761,7 @@ def explicit_deal(rules: RuleSet | str, deal: DealId, hand: int = 0) -> Explicit
     if not 0 <= hand <= MAX_GAMES:
         raise ValueError(f"explicit_deal: hand = {hand} is out of range [0, 2**31)")
     state = _new_state(rules, 1, "hand", "explicit_deal")
-    order = np.empty(int(state.params[P_DECK]), dtype=np.int32)
+    order = np.empty(int(state.params[L.P_DECK]), dtype=np.int32)
     lo, hi = _split_seeds(np.array([deal.seed], dtype=np.uint64))
     dealer = shuffled_order(state.params, int(lo[0]), int(hi[0]), deal.row, deal.index, hand, order)
     if hand > 0:
@@ -844,8 +789,8 @@ def _reset_rows_unchecked(state: State, rows: npt.NDArray[np.int64]) -> npt.NDAr
     d = state.data[rows]
     events = np.zeros(rows.size, dtype=np.int32)
     run_rows(state.threads, kernels.deal_kernel, (state.data, state.params),
-             (rows, d[:, F_SEED_LO].copy(), d[:, F_SEED_HI].copy(), d[:, F_DEAL_ROW].copy(),
-              d[:, F_DEAL_INDEX] + 1, events))
+             (rows, d[:, L.F_SEED_LO].copy(), d[:, L.F_SEED_HI].copy(), d[:, L.F_DEAL_ROW].copy(),
+              d[:, L.F_DEAL_INDEX] + 1, events))
     _mask_rows(state, rows)
     return events
 

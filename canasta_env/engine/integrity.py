@@ -18,49 +18,9 @@ import numpy as np
 from numba import njit
 
 from canasta_env.engine import actions as A
-from canasta_env.engine.cards import (
-    BLACK_THREE,
-    BLACK_THREE_SLOT,
-    CANASTA_SIZE,
-    FOUR,
-    JOKER,
-    NUM_KINDS,
-    NUM_SLOTS,
-    RED_THREE,
-    TWO,
-    WILD_SLOT,
-)
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
 from canasta_env.engine.deal import deck_counts
-from canasta_env.engine.layout import (
-    F_ASKER,
-    F_CUR,
-    F_DEALER,
-    F_PHASE,
-    F_PILE_LEN,
-    F_STATUS,
-    F_STOCK_LEN,
-    NUM_PARAMS,
-    O_CJOK,
-    O_CLOSED,
-    O_CTWO,
-    O_HANDS,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
-    O_PILE,
-    O_RED3,
-    O_RESERVE,
-    O_STOCK,
-    P_DECK,
-    P_NOWNERS,
-    P_NPLAYERS,
-    PH_ANSWER,
-    PH_OVER,
-    ST_LIVE,
-    hand_at,
-    reserve_at,
-    slot_of,
-)
 from canasta_env.engine.turn import meld_cards
 
 # what ``find_corrupt`` found wrong: report[0] (names for messages in FIELDS)
@@ -85,20 +45,20 @@ def _bad(report, code, i, j, value, low, high):
 @njit(cache=True)
 def _header_ok(row, prm, report):
     """Seats, phase and the stock and pile lengths are in range."""
-    n, deck = prm[P_NPLAYERS], prm[P_DECK]
-    if not 0 <= row[F_CUR] < n:
-        return _bad(report, BAD_CUR, -1, -1, row[F_CUR], 0, n - 1)
-    if not 0 <= row[F_PHASE] <= PH_OVER:
-        return _bad(report, BAD_PHASE, -1, -1, row[F_PHASE], 0, PH_OVER)
-    if not 0 <= row[F_DEALER] < n:
-        return _bad(report, BAD_DEALER, -1, -1, row[F_DEALER], 0, n - 1)
-    low = 0 if row[F_PHASE] == PH_ANSWER else -1  # the asker answers to: a seat while asked
-    if not low <= row[F_ASKER] < n:
-        return _bad(report, BAD_ASKER, -1, -1, row[F_ASKER], low, n - 1)
-    if not 0 <= row[F_STOCK_LEN] <= deck:
-        return _bad(report, BAD_STOCK_SIZE, -1, -1, row[F_STOCK_LEN], 0, deck)
-    if not 0 <= row[F_PILE_LEN] <= deck:
-        return _bad(report, BAD_PILE_SIZE, -1, -1, row[F_PILE_LEN], 0, deck)
+    n, deck = prm[L.P_NPLAYERS], prm[L.P_DECK]
+    if not 0 <= row[L.F_CUR] < n:
+        return _bad(report, BAD_CUR, -1, -1, row[L.F_CUR], 0, n - 1)
+    if not 0 <= row[L.F_PHASE] <= L.PH_OVER:
+        return _bad(report, BAD_PHASE, -1, -1, row[L.F_PHASE], 0, L.PH_OVER)
+    if not 0 <= row[L.F_DEALER] < n:
+        return _bad(report, BAD_DEALER, -1, -1, row[L.F_DEALER], 0, n - 1)
+    low = 0 if row[L.F_PHASE] == L.PH_ANSWER else -1  # the asker answers to: a seat while asked
+    if not low <= row[L.F_ASKER] < n:
+        return _bad(report, BAD_ASKER, -1, -1, row[L.F_ASKER], low, n - 1)
+    if not 0 <= row[L.F_STOCK_LEN] <= deck:
+        return _bad(report, BAD_STOCK_SIZE, -1, -1, row[L.F_STOCK_LEN], 0, deck)
+    if not 0 <= row[L.F_PILE_LEN] <= deck:
+        return _bad(report, BAD_PILE_SIZE, -1, -1, row[L.F_PILE_LEN], 0, deck)
     return True
 
 
@@ -107,8 +67,8 @@ def _cards_ok(row, start, length, code, counts, report):
     """The ``length`` card kinds from ``start`` (stock or pile) are kinds; count them."""
     for i in range(length):
         c = row[start + i]
-        if not 0 <= c < NUM_KINDS:
-            return _bad(report, code, i, -1, c, 0, NUM_KINDS - 1)
+        if not 0 <= c < C.NUM_KINDS:
+            return _bad(report, code, i, -1, c, 0, C.NUM_KINDS - 1)
         counts[c] += 1
     return True
 
@@ -132,16 +92,16 @@ def _block_ok(row, start, rows, cols, code, high, report):
 @njit(cache=True)
 def _counts_ok(row, prm, report):
     """No card count is negative or beyond the deck size."""
-    n, owners, deck = prm[P_NPLAYERS], prm[P_NOWNERS], prm[P_DECK]
-    return (_block_ok(row, prm[O_HANDS], n, NUM_KINDS, BAD_HANDS, deck, report)
-            and _block_ok(row, prm[O_RESERVE], n, NUM_KINDS, BAD_RESERVES, deck, report)
-            and _block_ok(row, prm[O_RED3], n, 1, BAD_RED3, deck, report)
-            and _block_ok(row, prm[O_MNAT], owners, NUM_SLOTS, BAD_MNAT, deck, report)
-            and _block_ok(row, prm[O_MJOK], owners, NUM_SLOTS, BAD_MJOK, deck, report)
-            and _block_ok(row, prm[O_MTWO], owners, NUM_SLOTS, BAD_MTWO, deck, report)
-            and _block_ok(row, prm[O_CLOSED], owners, NUM_SLOTS, BAD_CLOSED, deck, report)
-            and _block_ok(row, prm[O_CJOK], owners, NUM_SLOTS, BAD_CJOK, deck, report)
-            and _block_ok(row, prm[O_CTWO], owners, NUM_SLOTS, BAD_CTWO, deck, report))
+    n, owners, deck = prm[L.P_NPLAYERS], prm[L.P_NOWNERS], prm[L.P_DECK]
+    return (_block_ok(row, prm[L.O_HANDS], n, C.NUM_KINDS, BAD_HANDS, deck, report)
+            and _block_ok(row, prm[L.O_RESERVE], n, C.NUM_KINDS, BAD_RESERVES, deck, report)
+            and _block_ok(row, prm[L.O_RED3], n, 1, BAD_RED3, deck, report)
+            and _block_ok(row, prm[L.O_MNAT], owners, C.NUM_SLOTS, BAD_MNAT, deck, report)
+            and _block_ok(row, prm[L.O_MJOK], owners, C.NUM_SLOTS, BAD_MJOK, deck, report)
+            and _block_ok(row, prm[L.O_MTWO], owners, C.NUM_SLOTS, BAD_MTWO, deck, report)
+            and _block_ok(row, prm[L.O_CLOSED], owners, C.NUM_SLOTS, BAD_CLOSED, deck, report)
+            and _block_ok(row, prm[L.O_CJOK], owners, C.NUM_SLOTS, BAD_CJOK, deck, report)
+            and _block_ok(row, prm[L.O_CTWO], owners, C.NUM_SLOTS, BAD_CTWO, deck, report))
 
 
 @njit(cache=True)
@@ -149,35 +109,35 @@ def _count_table(row, prm, counts, report):
     """Add the cards of the hands, reserves, red threes and melds to ``counts``; False when a meld
     slot holds cards it never can (naturals in the wild slot, a closed black-three canasta, a
     closed canasta with more wilds than cards)."""
-    n, owners = prm[P_NPLAYERS], prm[P_NOWNERS]
-    hands = row[hand_at(prm, 0): hand_at(prm, n)]
-    reserves = row[reserve_at(prm, 0): reserve_at(prm, n)]
+    n, owners = prm[L.P_NPLAYERS], prm[L.P_NOWNERS]
+    hands = row[L.hand_at(prm, 0): L.hand_at(prm, n)]
+    reserves = row[L.reserve_at(prm, 0): L.reserve_at(prm, n)]
     for p in range(n):
-        for k in range(NUM_KINDS):
-            counts[k] += hands[p * NUM_KINDS + k] + reserves[p * NUM_KINDS + k]
-        counts[RED_THREE] += row[prm[O_RED3] + p]
-    size = owners * NUM_SLOTS
-    mnat, mjok = row[prm[O_MNAT]: prm[O_MNAT] + size], row[prm[O_MJOK]: prm[O_MJOK] + size]
-    mtwo, closed = row[prm[O_MTWO]: prm[O_MTWO] + size], row[prm[O_CLOSED]: prm[O_CLOSED] + size]
-    cjok, ctwo = row[prm[O_CJOK]: prm[O_CJOK] + size], row[prm[O_CTWO]: prm[O_CTWO] + size]
+        for k in range(C.NUM_KINDS):
+            counts[k] += hands[p * C.NUM_KINDS + k] + reserves[p * C.NUM_KINDS + k]
+        counts[C.RED_THREE] += row[prm[L.O_RED3] + p]
+    size = owners * C.NUM_SLOTS
+    mnat, mjok = row[prm[L.O_MNAT]: prm[L.O_MNAT] + size], row[prm[L.O_MJOK]: prm[L.O_MJOK] + size]
+    mtwo, closed = row[prm[L.O_MTWO]: prm[L.O_MTWO] + size], row[prm[L.O_CLOSED]: prm[L.O_CLOSED] + size]
+    cjok, ctwo = row[prm[L.O_CJOK]: prm[L.O_CJOK] + size], row[prm[L.O_CTWO]: prm[L.O_CTWO] + size]
     for o in range(owners):
-        for s in range(NUM_SLOTS):
-            m = slot_of(o, s)
-            counts[JOKER] += mjok[m] + cjok[m]
-            counts[TWO] += mtwo[m] + ctwo[m]
-            closed_nat = CANASTA_SIZE * closed[m] - cjok[m] - ctwo[m]
+        for s in range(C.NUM_SLOTS):
+            m = L.slot_of(o, s)
+            counts[C.JOKER] += mjok[m] + cjok[m]
+            counts[C.TWO] += mtwo[m] + ctwo[m]
+            closed_nat = C.CANASTA_SIZE * closed[m] - cjok[m] - ctwo[m]
             if closed_nat < 0:
                 return _bad(report, BAD_CLOSED_CARDS, o, s, closed_nat, 0, 0)
-            if s < WILD_SLOT:
-                counts[s + FOUR] += mnat[m] + closed_nat
-        w, b3 = slot_of(o, WILD_SLOT), slot_of(o, BLACK_THREE_SLOT)
+            if s < C.WILD_SLOT:
+                counts[s + C.FOUR] += mnat[m] + closed_nat
+        w, b3 = L.slot_of(o, C.WILD_SLOT), L.slot_of(o, C.BLACK_THREE_SLOT)
         if mnat[w] != 0:
-            return _bad(report, BAD_MNAT, o, WILD_SLOT, mnat[w], 0, 0)
-        wild_nat = CANASTA_SIZE * closed[w] - cjok[w] - ctwo[w]
+            return _bad(report, BAD_MNAT, o, C.WILD_SLOT, mnat[w], 0, 0)
+        wild_nat = C.CANASTA_SIZE * closed[w] - cjok[w] - ctwo[w]
         if wild_nat != 0 or closed[b3] + cjok[b3] + ctwo[b3] != 0:
-            return _bad(report, BAD_CLOSED_CARDS, o, WILD_SLOT if wild_nat else BLACK_THREE_SLOT,
+            return _bad(report, BAD_CLOSED_CARDS, o, C.WILD_SLOT if wild_nat else C.BLACK_THREE_SLOT,
                         wild_nat, 0, 0)
-        counts[BLACK_THREE] += mnat[b3]
+        counts[C.BLACK_THREE] += mnat[b3]
     return True
 
 
@@ -187,11 +147,11 @@ def _row_ok(row, prm, deck, counts, report):
     if not (_header_ok(row, prm, report) and _counts_ok(row, prm, report)):
         return False
     counts[:] = 0
-    if not (_cards_ok(row, prm[O_STOCK], row[F_STOCK_LEN], BAD_STOCK, counts, report)
-            and _cards_ok(row, prm[O_PILE], row[F_PILE_LEN], BAD_PILE, counts, report)
+    if not (_cards_ok(row, prm[L.O_STOCK], row[L.F_STOCK_LEN], BAD_STOCK, counts, report)
+            and _cards_ok(row, prm[L.O_PILE], row[L.F_PILE_LEN], BAD_PILE, counts, report)
             and _count_table(row, prm, counts, report)):
         return False
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         if counts[k] != deck[k]:
             return _bad(report, BAD_CARDS, k, -1, counts[k], deck[k], deck[k])
     return True
@@ -203,33 +163,33 @@ def _cards_needed(row, prm, a):
     the row cannot play it at all (no natural on top of the pile, naturals for the wild slot, an
     answer with nobody asking)."""
     if A.TAKE_PILE_PAIR <= a <= A.TAKE_PILE_LAYOFF:
-        length = row[F_PILE_LEN]
-        top = row[prm[O_PILE] + length - 1] if length > 0 else -1
-        if top < FOUR:
+        length = row[L.F_PILE_LEN]
+        top = row[prm[L.O_PILE] + length - 1] if length > 0 else -1
+        if top < C.FOUR:
             return -1, 0, 0, 0
         how = a - A.TAKE_PILE_PAIR
         return top, (2, 1, 1, 0)[how], (0, 1, 0, 0)[how], (0, 0, 1, 0)[how]
     if A.MELD_NNN <= a < A.DISCARD:
         slot, naturals, jokers, twos = meld_cards(a)
-        if slot == WILD_SLOT and naturals > 0:
+        if slot == C.WILD_SLOT and naturals > 0:
             return -1, 0, 0, 0
-        return (slot + FOUR if slot < WILD_SLOT else BLACK_THREE), naturals, jokers, twos
+        return (slot + C.FOUR if slot < C.WILD_SLOT else C.BLACK_THREE), naturals, jokers, twos
     if A.DISCARD <= a < A.ASK_PARTNER:
         return a - A.DISCARD, 1, 0, 0
-    if (a == A.ANSWER_YES or a == A.ANSWER_NO) and row[F_ASKER] < 0:
+    if (a == A.ANSWER_YES or a == A.ANSWER_NO) and row[L.F_ASKER] < 0:
         return -1, 0, 0, 0
-    return JOKER, 0, 0, 0
+    return C.JOKER, 0, 0, 0
 
 
 @njit(cache=True)
 def _action_ok(row, prm, mask, a, report):
     """An action the step kernel would apply (live row, the mask allows it) can be played."""
-    if row[F_STATUS] != ST_LIVE or a < 0 or a >= A.NUM_ACTIONS or not mask[a]:
+    if row[L.F_STATUS] != L.ST_LIVE or a < 0 or a >= A.NUM_ACTIONS or not mask[a]:
         return True  # the kernel leaves the row as it is (no-op or illegal)
     kind, naturals, jokers, twos = _cards_needed(row, prm, a)
-    hand = hand_at(prm, row[F_CUR])
-    if kind < 0 or row[hand + kind] < naturals or row[hand + JOKER] < jokers \
-            or row[hand + TWO] < twos:
+    hand = L.hand_at(prm, row[L.F_CUR])
+    if kind < 0 or row[hand + kind] < naturals or row[hand + C.JOKER] < jokers \
+            or row[hand + C.TWO] < twos:
         return _bad(report, BAD_ACTION, a, -1, 1, 0, 0)
     return True
 
@@ -240,12 +200,12 @@ def find_corrupt(data, prm, expected_prm, masks, rows, actions, report):
     ``prm`` differs from ``expected_prm``, the parameters of the state's rules); ``report`` gets
     what is wrong (``REPORT_SIZE`` entries, see ``FIELDS``). ``actions``, one per row or empty,
     are also checked against the rows they are for."""
-    for i in range(NUM_PARAMS):
+    for i in range(L.NUM_PARAMS):
         if prm[i] != expected_prm[i]:
             _bad(report, BAD_PARAMS, i, -1, prm[i], expected_prm[i], expected_prm[i])
             return -2
     deck = deck_counts(prm)
-    counts = np.zeros(NUM_KINDS, np.int64)
+    counts = np.zeros(C.NUM_KINDS, np.int64)
     for r in range(rows.shape[0]):
         b = rows[r]
         if not _row_ok(data[b], prm, deck, counts, report):

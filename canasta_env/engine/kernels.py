@@ -9,30 +9,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from canasta_env.engine import layout as L
 from canasta_env.engine.actions import END_HAND, NUM_ACTIONS
 from canasta_env.engine.deal import deal_from_order, deal_next
-from canasta_env.engine.layout import (
-    EV_FORCED_TAKE,
-    F_DEAL_INDEX,
-    F_DEAL_ROW,
-    F_HAND_END,
-    F_HAND_NO,
-    F_PHASE,
-    F_SEED_HI,
-    F_SEED_LO,
-    F_STATUS,
-    F_STEPS,
-    F_STOCK_LEN,
-    F_TRUNC,
-    HE_STEP_CAP,
-    O_CREDIT,
-    O_SCORE,
-    P_DECK,
-    P_MAX_STEPS,
-    P_WIDTH,
-    PH_DRAW,
-    ST_LIVE,
-)
 from canasta_env.engine.mask import fill_mask
 from canasta_env.engine.score import finish_episode
 from canasta_env.engine.turn import apply_action
@@ -42,7 +21,7 @@ STEP_OK, STEP_NOOP, STEP_ILLEGAL, STEP_DEAD_END = 0, 1, 2, 3
 
 @njit(cache=True)
 def _buffers(prm):
-    return np.empty(prm[P_DECK], np.int32), np.empty(prm[P_WIDTH] + 8, np.int32)
+    return np.empty(prm[L.P_DECK], np.int32), np.empty(prm[L.P_WIDTH] + 8, np.int32)
 
 
 @njit(cache=True, nogil=True)
@@ -55,25 +34,25 @@ def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
         row = data[b]
         rewards[i, :] = 0
         events[i] = 0
-        if row[F_STATUS] != ST_LIVE:
+        if row[L.F_STATUS] != L.ST_LIVE:
             status[i] = STEP_NOOP
             continue
         a = actions[i]
         if a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
             status[i] = STEP_ILLEGAL
             continue
-        row[F_STEPS] += 1
-        forced = row[F_PHASE] == PH_DRAW and row[F_STOCK_LEN] == 0 and not masks[b, END_HAND]
+        row[L.F_STEPS] += 1
+        forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not masks[b, END_HAND]
         events[i] = apply_action(row, prm, a, rewards[i], order_buf)
         if forced:
-            events[i] |= EV_FORCED_TAKE
-        if row[F_STATUS] == ST_LIVE and row[F_STEPS] >= prm[P_MAX_STEPS]:
-            row[F_TRUNC] = 1
-            row[F_HAND_END] = HE_STEP_CAP
+            events[i] |= L.EV_FORCED_TAKE
+        if row[L.F_STATUS] == L.ST_LIVE and row[L.F_STEPS] >= prm[L.P_MAX_STEPS]:
+            row[L.F_TRUNC] = 1
+            row[L.F_HAND_END] = L.HE_STEP_CAP
             finish_episode(row)
         fill_mask(row, prm, masks[b], scratch)
         status[i] = STEP_OK
-        if row[F_STATUS] == ST_LIVE and not masks[b].any():
+        if row[L.F_STATUS] == L.ST_LIVE and not masks[b].any():
             status[i] = STEP_DEAD_END
 
 
@@ -84,8 +63,8 @@ def deal_kernel(data, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events
     order_buf, _ = _buffers(prm)
     for i in range(rows.shape[0]):
         row = data[rows[i]]
-        row[F_SEED_LO], row[F_SEED_HI] = seed_lo[i], seed_hi[i]
-        row[F_DEAL_ROW], row[F_DEAL_INDEX] = deal_rows[i], deal_index[i]
+        row[L.F_SEED_LO], row[L.F_SEED_HI] = seed_lo[i], seed_hi[i]
+        row[L.F_DEAL_ROW], row[L.F_DEAL_INDEX] = deal_rows[i], deal_index[i]
         events[i] = deal_next(row, prm, order_buf, True)
 
 
@@ -95,9 +74,9 @@ def explicit_deal_kernel(data, prm, rows, orders, dealers):
     refreshes those rows' masks with ``mask_rows``."""
     for i in range(rows.shape[0]):
         row = data[rows[i]]
-        row[prm[O_SCORE]: prm[O_CREDIT]] = 0
+        row[prm[L.O_SCORE]: prm[L.O_CREDIT]] = 0
         deal_from_order(row, prm, orders[i], dealers[i])
-        row[F_HAND_NO] = 0
+        row[L.F_HAND_NO] = 0
 
 
 @njit(cache=True, nogil=True)

@@ -211,6 +211,15 @@ def slot_of(owner, slot):
     """Index of an owner's meld slot within a per-owner block (``row[prm[O_MNAT] + slot_of(o, s)]``)."""
     return owner * NUM_SLOTS + slot
 
+
+@njit(cache=True, inline="always")
+def cards_in(row, base):
+    """Cards in the per-kind block starting at ``base`` (a hand, a reserve): the sum of its kinds."""
+    total = 0
+    for k in range(NUM_KINDS):
+        total += row[base + k]
+    return total
+
 MIN_TABLE_NEG_INF = -(1 << 30)
 
 RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never")

@@ -10,72 +10,16 @@ from numba import njit
 
 from canasta_env.engine import actions as A
 from canasta_env.engine import capped
-from canasta_env.engine.cards import (
-    BLACK_THREE,
-    BLACK_THREE_SLOT,
-    FOUR,
-    JOKER,
-    NUM_KINDS,
-    NUM_RANK_SLOTS,
-    RED_THREE,
-    SEVEN,
-    TWO,
-    WILD_SLOT,
-)
-from canasta_env.engine.layout import (
-    F_ASKER,
-    F_CUR,
-    F_MINIMUM,
-    F_NEEDS_MIN,
-    F_PHASE,
-    F_PILE_FROZEN,
-    F_PILE_LEN,
-    F_STATUS,
-    F_STOCK_LEN,
-    F_TURN_FLAGS,
-    F_TURN_MELDS,
-    F_TURN_VALUE,
-    O_CREDIT,
-    O_MELDED,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
-    O_NEW,
-    O_OPENED,
-    O_PILE,
-    P_ASK,
-    P_B3_MAX,
-    P_CAP,
-    P_EXH,
-    P_FORBID_SINGLE,
-    P_PARTNERS,
-    P_PILE_REQ_OPEN,
-    P_TAKE_WILD,
-    P_WIDTH,
-    PH_ANSWER,
-    PH_DRAW,
-    PH_FINAL_MELD,
-    PH_MELD,
-    ST_LIVE,
-    TF_ASKED,
-    TF_NO,
-    TF_YES,
-    hand_at,
-    jokers_at,
-    known_at,
-    naturals_at,
-    slot_of,
-    twos_at,
-)
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
+from canasta_env.engine.going_out import go_out_ok, turn_finishable
 from canasta_env.engine.melds import (
     _meld_everything,
     discard_path_ok,
-    go_out_ok,
     go_out_value_needed,
     minimum_shortfall,
     owner_of,
     side_of,
-    turn_finishable,
     wild_room,
 )
 from canasta_env.engine.turn import (
@@ -96,65 +40,65 @@ EXH_LAYOFF, EXH_LEGAL = 0, 1
 def fill_mask(row, prm, mask, scratch):
     """Write the legal actions of ``row`` into the bool vector ``mask``."""
     mask[:] = False
-    if row[F_STATUS] != ST_LIVE:
+    if row[L.F_STATUS] != L.ST_LIVE:
         return
-    phase = row[F_PHASE]
-    if phase == PH_DRAW:
+    phase = row[L.F_PHASE]
+    if phase == L.PH_DRAW:
         _draw_phase(row, prm, mask, scratch)
-    elif phase == PH_MELD and prm[P_CAP]:
+    elif phase == L.PH_MELD and prm[L.P_CAP]:
         _capped_meld_phase(row, prm, mask, scratch, False)
         _capped_discards(row, prm, mask)
         mask[A.END_HAND] = capped.no_discard_end_ok(row, prm)
-    elif phase == PH_MELD:
+    elif phase == L.PH_MELD:
         _meld_phase(row, prm, mask, scratch, False)
         _discards(row, prm, mask)
         _ask(row, prm, mask)
-    elif phase == PH_FINAL_MELD:
-        if prm[P_CAP]:
+    elif phase == L.PH_FINAL_MELD:
+        if prm[L.P_CAP]:
             _capped_meld_phase(row, prm, mask, scratch, True)
         else:
             _meld_phase(row, prm, mask, scratch, True)
         mask[A.END_HAND] = minimum_shortfall(row, prm) == 0
-    elif phase == PH_ANSWER:
-        partner = row[F_CUR]
-        row[F_CUR] = row[F_ASKER]
+    elif phase == L.PH_ANSWER:
+        partner = row[L.F_CUR]
+        row[L.F_CUR] = row[L.F_ASKER]
         mask[A.ANSWER_YES] = True
-        mask[A.ANSWER_NO] = (capped.discard_ok(row, prm, 2) if prm[P_CAP]
+        mask[A.ANSWER_NO] = (capped.discard_ok(row, prm, 2) if prm[L.P_CAP]
                              else discard_path_ok(row, prm, 2))
-        row[F_CUR] = partner
+        row[L.F_CUR] = partner
 
 
 @njit(cache=True)
 def _take_shapes(row, prm, out):
     """Which of the four ways to take the pile are allowed by C20-C25, before completability."""
     out[:] = False
-    n = row[F_PILE_LEN]
+    n = row[L.F_PILE_LEN]
     if n == 0:
         return -1
-    top = row[prm[O_PILE] + n - 1]
-    if top == JOKER or top == TWO or top == RED_THREE or top == BLACK_THREE:  # C21
+    top = row[prm[L.O_PILE] + n - 1]
+    if top == C.JOKER or top == C.TWO or top == C.RED_THREE or top == C.BLACK_THREE:  # C21
         return -1
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     side = side_of(prm, p)
-    hand = hand_at(prm, p)
-    if prm[P_FORBID_SINGLE] and n == 1 and hand_size(row, prm, p) == 1:  # C25
+    hand = L.hand_at(prm, p)
+    if prm[L.P_FORBID_SINGLE] and n == 1 and hand_size(row, prm, p) == 1:  # C25
         return -1
-    opened = row[prm[O_OPENED] + side] == 1
-    if prm[P_PILE_REQ_OPEN] and not opened:  # C23 option
+    opened = row[prm[L.O_OPENED] + side] == 1
+    if prm[L.P_PILE_REQ_OPEN] and not opened:  # C23 option
         return -1
-    frozen = row[F_PILE_FROZEN] == 1 or not opened  # C20
-    slot = top - FOUR
-    m = slot_of(owner_of(prm, p), slot)
-    has_meld = row[prm[O_MNAT] + m] > 0
+    frozen = row[L.F_PILE_FROZEN] == 1 or not opened  # C20
+    slot = top - C.FOUR
+    m = L.slot_of(owner_of(prm, p), slot)
+    has_meld = row[prm[L.O_MNAT] + m] > 0
     held = row[hand + top]
     out[TAKE_PAIR] = held >= 2
-    if prm[P_CAP] and row[prm[O_MNAT] + m] + row[prm[O_MJOK] + m] + row[prm[O_MTWO] + m] + 3 > \
-            prm[P_CAP]:
+    if prm[L.P_CAP] and row[prm[L.O_MNAT] + m] + row[prm[L.O_MJOK] + m] + row[prm[L.O_MTWO] + m] + 3 > \
+            prm[L.P_CAP]:
         out[TAKE_PAIR] = False  # would push the open meld past seven (R2)
-    with_wild = prm[P_TAKE_WILD] and not (prm[P_CAP] and top == SEVEN)  # R6; sevens unmixed (R2)
+    with_wild = prm[L.P_TAKE_WILD] and not (prm[L.P_CAP] and top == C.SEVEN)  # R6; sevens unmixed (R2)
     if with_wild and not frozen and not has_meld and held >= 1 and wild_room(prm, 2, 0) >= 1:
-        out[TAKE_NAT_JOKER] = row[hand + JOKER] >= 1
-        out[TAKE_NAT_TWO] = row[hand + TWO] >= 1
+        out[TAKE_NAT_JOKER] = row[hand + C.JOKER] >= 1
+        out[TAKE_NAT_TWO] = row[hand + C.TWO] >= 1
     out[TAKE_LAYOFF] = not frozen and has_meld
     return top
 
@@ -162,8 +106,8 @@ def _take_shapes(row, prm, out):
 @njit(cache=True)
 def _draw_phase(row, prm, mask, scratch):
     """Draw, take the pile in one of its shapes, or (empty stock) end the hand (C26, C31b)."""
-    width = prm[P_WIDTH]
-    stock_empty = row[F_STOCK_LEN] == 0
+    width = prm[L.P_WIDTH]
+    stock_empty = row[L.F_STOCK_LEN] == 0
     mask[A.DRAW_STOCK] = not stock_empty
     shapes = scratch[width: width + 4]
     _take_shapes(row, prm, shapes)
@@ -173,28 +117,20 @@ def _draw_phase(row, prm, mask, scratch):
             work = scratch[:width]
             work[:] = row[:width]
             apply_take(work, prm, how)
-            if _finishable(work, prm):
+            if turn_finishable(work, prm):
                 mask[A.TAKE_PILE_PAIR + how] = True
                 any_take = True
     if stock_empty:
-        forced = (prm[P_EXH] == EXH_LAYOFF and mask[A.TAKE_PILE_LAYOFF]) or (
-            prm[P_EXH] == EXH_LEGAL and any_take)
+        forced = (prm[L.P_EXH] == EXH_LAYOFF and mask[A.TAKE_PILE_LAYOFF]) or (
+            prm[L.P_EXH] == EXH_LEGAL and any_take)
         mask[A.END_HAND] = not forced
-
-
-@njit(cache=True)
-def _finishable(row, prm):
-    """C19a by the solver the rules call for."""
-    if prm[P_CAP]:
-        return capped.turn_finishable(row, prm)
-    return turn_finishable(row, prm)
 
 
 @njit(cache=True)
 def _try_capped(row, prm, mask, scratch, action, final):
     """Legal iff the turn can still be finished after the meld (C19a). A capped meld may close a
     canasta and bring the foot (P3), so it is tried on a scratch copy of the row."""
-    width = prm[P_WIDTH]
+    width = prm[L.P_WIDTH]
     work = scratch[:width]
     work[:] = row[:width]
     place_meld(work, prm, action)
@@ -202,12 +138,29 @@ def _try_capped(row, prm, mask, scratch, action, final):
         return
     if final:
         ok = capped.discard_ok(work, prm, 1)
-    elif hand_size(work, prm, work[F_CUR]) == 0:
-        ok = capped.go_out_ok(work, prm)
+    elif hand_size(work, prm, work[L.F_CUR]) == 0:
+        ok = go_out_ok(work, prm)
     else:
-        ok = capped.turn_finishable(work, prm)
+        ok = turn_finishable(work, prm)
     if ok:
         mask[action] = True
+
+
+@njit(cache=True, inline="always")
+def _mover_melds(row, prm):
+    """The mover, the offset of their hand, and the offsets of their side's melds (naturals,
+    jokers, twos per rank slot)."""
+    p = row[L.F_CUR]
+    owner = owner_of(prm, p)
+    return p, L.hand_at(prm, p), L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
+
+
+@njit(cache=True, inline="always")
+def _minimum_settled(row, mnat):
+    """No meld this turn can fail for the minimum or a pending question: the minimum is met or
+    not asked, no yes/no answer is awaited, and no black-three meld is on the table."""
+    return ((not row[L.F_NEEDS_MIN] or row[L.F_TURN_VALUE] >= row[L.F_MINIMUM])
+            and not row[L.F_TURN_FLAGS] & L.TF_YES and row[mnat + C.BLACK_THREE_SLOT] == 0)
 
 
 @njit(cache=True, inline="always")
@@ -224,24 +177,20 @@ def _capped_consider(row, prm, mask, scratch, action, final, spare, spare_other,
 def _capped_meld_phase(row, prm, mask, scratch, final):
     """Every meld action of a capped variant (R2, P2): ranks, sevens without wilds, wild-only
     melds, and black threes when going out (R3)."""
-    p = row[F_CUR]
-    owner = owner_of(prm, p)
-    hand = hand_at(prm, p)
-    jokers, twos = row[hand + JOKER], row[hand + TWO]
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
+    p, hand, mnat, mjok, mtwo = _mover_melds(row, prm)
+    jokers, twos = row[hand + C.JOKER], row[hand + C.TWO]
     # When the minimum is no concern, a meld that keeps two cards, one of them discardable, is legal.
-    easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
-            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + BLACK_THREE_SLOT] == 0)
+    easy = _minimum_settled(row, mnat)
     total = hand_size(row, prm, p)
     keep = 1 if final else 2
     spare = total - keep if easy else -100
     spare_other = spare + 1  # cards beyond one discardable card
     if easy and not final and capped.sevens_blocked(row, prm):
-        spare_other = total - row[hand + SEVEN] - 1
-    for s in range(NUM_RANK_SLOTS):
-        c = row[hand + s + FOUR]
+        spare_other = total - row[hand + C.SEVEN] - 1
+    for s in range(C.NUM_RANK_SLOTS):
+        c = row[hand + s + C.FOUR]
         n0 = row[mnat + s]
-        sv = 1 if s + FOUR == SEVEN else 0  # sevens used per natural
+        sv = 1 if s + C.FOUR == C.SEVEN else 0  # sevens used per natural
         if n0 == 0:
             if c >= 3:
                 _capped_consider(row, prm, mask, scratch, A.MELD_NNN + s, final, spare,
@@ -264,43 +213,43 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
                 if twos:
                     _capped_consider(row, prm, mask, scratch, A.ADD_TWO + s, final, spare,
                                      spare_other, 1, 0)
-    if row[mjok + WILD_SLOT] + row[mtwo + WILD_SLOT] == 0:
+    if row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT] == 0:
         for j in range(4):
             if jokers >= j and twos >= 3 - j:
                 _capped_consider(row, prm, mask, scratch, A.MELD_WILD + j, final, spare,
                                  spare_other, 3, 0)
     else:
         if jokers:
-            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + WILD_SLOT, final, spare,
+            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + C.WILD_SLOT, final, spare,
                              spare_other, 1, 0)
         if twos:
-            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + WILD_SLOT, final, spare,
+            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + C.WILD_SLOT, final, spare,
                              spare_other, 1, 0)
     if final:
         return
-    b3 = row[hand + BLACK_THREE]
-    if row[mnat + BLACK_THREE_SLOT] == 0 and b3 >= 3:
-        _try_capped(row, prm, mask, scratch, A.MELD_NNN + BLACK_THREE_SLOT, final)
-    elif row[mnat + BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + BLACK_THREE_SLOT] < prm[P_B3_MAX]:
-        _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + BLACK_THREE_SLOT, final)
+    b3 = row[hand + C.BLACK_THREE]
+    if row[mnat + C.BLACK_THREE_SLOT] == 0 and b3 >= 3:
+        _try_capped(row, prm, mask, scratch, A.MELD_NNN + C.BLACK_THREE_SLOT, final)
+    elif row[mnat + C.BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + C.BLACK_THREE_SLOT] < prm[L.P_B3_MAX]:
+        _try_capped(row, prm, mask, scratch, A.ADD_NATURAL + C.BLACK_THREE_SLOT, final)
 
 
 @njit(cache=True)
 def _capped_discards(row, prm, mask):
     """A discard ends the turn (no seven while the seven rule holds, R5/P4) or goes out."""
-    p = row[F_CUR]
-    hand = hand_at(prm, p)
+    p = row[L.F_CUR]
+    hand = L.hand_at(prm, p)
     if hand_size(row, prm, p) >= 2:
-        flags = row[F_TURN_FLAGS]
-        if (flags & TF_YES or row[naturals_at(prm, owner_of(prm, p)) + BLACK_THREE_SLOT] > 0
+        flags = row[L.F_TURN_FLAGS]
+        if (flags & L.TF_YES or row[L.naturals_at(prm, owner_of(prm, p)) + C.BLACK_THREE_SLOT] > 0
                 or minimum_shortfall(row, prm) > 0):
             return
         blocked = capped.sevens_blocked(row, prm)
-        for k in range(NUM_KINDS):
-            if row[hand + k] > 0 and not (blocked and k == SEVEN):
+        for k in range(C.NUM_KINDS):
+            if row[hand + k] > 0 and not (blocked and k == C.SEVEN):
                 mask[A.DISCARD + k] = True
         return
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         if row[hand + k] > 0:
             mask[A.DISCARD + k] = capped.discard_ok_after(row, prm, k)
 
@@ -309,20 +258,20 @@ def _capped_discards(row, prm, mask):
 def _try_meld(row, prm, mask, action, final):
     """Legal iff, after placing the cards, the turn can still be finished (C19a). The few fields
     a meld action touches are saved as scalars and restored (no allocation in the hot path)."""
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     owner = owner_of(prm, p)
     slot, _, _, _ = meld_cards(action)
-    kind = slot + FOUR if slot < WILD_SLOT else BLACK_THREE
-    hand = hand_at(prm, p)
-    known = known_at(prm, p)
-    credit = prm[O_CREDIT]
-    m = slot_of(owner, slot)
-    saved_cards = (row[hand + kind], row[hand + JOKER], row[hand + TWO],
-                   row[credit + kind], row[credit + JOKER], row[credit + TWO],
-                   row[known + kind], row[known + JOKER], row[known + TWO])
-    saved_meld = (row[prm[O_MNAT] + m], row[prm[O_MJOK] + m], row[prm[O_MTWO] + m],
-                  row[prm[O_NEW] + slot], row[prm[O_MELDED] + p])
-    saved_turn = (row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS])
+    kind = slot + C.FOUR if slot < C.WILD_SLOT else C.BLACK_THREE
+    hand = L.hand_at(prm, p)
+    known = L.known_at(prm, p)
+    credit = prm[L.O_CREDIT]
+    m = L.slot_of(owner, slot)
+    saved_cards = (row[hand + kind], row[hand + C.JOKER], row[hand + C.TWO],
+                   row[credit + kind], row[credit + C.JOKER], row[credit + C.TWO],
+                   row[known + kind], row[known + C.JOKER], row[known + C.TWO])
+    saved_meld = (row[prm[L.O_MNAT] + m], row[prm[L.O_MJOK] + m], row[prm[L.O_MTWO] + m],
+                  row[prm[L.O_NEW] + slot], row[prm[L.O_MELDED] + p])
+    saved_turn = (row[L.F_TURN_VALUE], row[L.F_TURN_FLAGS], row[L.F_TURN_MELDS])
     place_meld(row, prm, action)
     if final:
         ok = discard_path_ok(row, prm, 1)
@@ -330,11 +279,11 @@ def _try_meld(row, prm, mask, action, final):
         ok = go_out_ok(row, prm)
     else:
         ok = turn_finishable(row, prm)
-    (row[hand + kind], row[hand + JOKER], row[hand + TWO], row[credit + kind], row[credit + JOKER],
-     row[credit + TWO], row[known + kind], row[known + JOKER], row[known + TWO]) = saved_cards
-    (row[prm[O_MNAT] + m], row[prm[O_MJOK] + m], row[prm[O_MTWO] + m], row[prm[O_NEW] + slot],
-     row[prm[O_MELDED] + p]) = saved_meld
-    row[F_TURN_VALUE], row[F_TURN_FLAGS], row[F_TURN_MELDS] = saved_turn
+    (row[hand + kind], row[hand + C.JOKER], row[hand + C.TWO], row[credit + kind], row[credit + C.JOKER],
+     row[credit + C.TWO], row[known + kind], row[known + C.JOKER], row[known + C.TWO]) = saved_cards
+    (row[prm[L.O_MNAT] + m], row[prm[L.O_MJOK] + m], row[prm[L.O_MTWO] + m], row[prm[L.O_NEW] + slot],
+     row[prm[L.O_MELDED] + p]) = saved_meld
+    row[L.F_TURN_VALUE], row[L.F_TURN_FLAGS], row[L.F_TURN_MELDS] = saved_turn
     if ok:
         mask[action] = True
 
@@ -351,17 +300,13 @@ def _consider(row, prm, mask, action, final, surely_legal):
 def _meld_phase(row, prm, mask, scratch, final):
     """Every meld action whose cards are in hand, that keeps its meld valid and the turn
     finishable."""
-    p = row[F_CUR]
-    owner = owner_of(prm, p)
-    hand = hand_at(prm, p)
-    jokers, twos = row[hand + JOKER], row[hand + TWO]
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
+    p, hand, mnat, mjok, mtwo = _mover_melds(row, prm)
+    jokers, twos = row[hand + C.JOKER], row[hand + C.TWO]
     # When the minimum is no concern, a meld that leaves enough cards to discard is always legal.
-    easy = ((not row[F_NEEDS_MIN] or row[F_TURN_VALUE] >= row[F_MINIMUM])
-            and not row[F_TURN_FLAGS] & TF_YES and row[mnat + BLACK_THREE_SLOT] == 0)
+    easy = _minimum_settled(row, mnat)
     spare = hand_size(row, prm, p) - (1 if final else 2) if easy else -1
-    for s in range(NUM_RANK_SLOTS):
-        c = row[hand + s + FOUR]
+    for s in range(C.NUM_RANK_SLOTS):
+        c = row[hand + s + C.FOUR]
         n0 = row[mnat + s]
         if n0 == 0:
             if c >= 3:
@@ -381,35 +326,35 @@ def _meld_phase(row, prm, mask, scratch, final):
                     _consider(row, prm, mask, A.ADD_TWO + s, final, spare >= 1)
     if final:
         return
-    b3 = row[hand + BLACK_THREE]
-    if row[mnat + BLACK_THREE_SLOT] == 0 and b3 >= 3:  # C11: only in a turn that goes out
-        _try_meld(row, prm, mask, A.MELD_NNN + BLACK_THREE_SLOT, final)
-    elif row[mnat + BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + BLACK_THREE_SLOT] < prm[P_B3_MAX]:
-        _try_meld(row, prm, mask, A.ADD_NATURAL + BLACK_THREE_SLOT, final)
+    b3 = row[hand + C.BLACK_THREE]
+    if row[mnat + C.BLACK_THREE_SLOT] == 0 and b3 >= 3:  # C11: only in a turn that goes out
+        _try_meld(row, prm, mask, A.MELD_NNN + C.BLACK_THREE_SLOT, final)
+    elif row[mnat + C.BLACK_THREE_SLOT] > 0 and b3 >= 1 and row[mnat + C.BLACK_THREE_SLOT] < prm[L.P_B3_MAX]:
+        _try_meld(row, prm, mask, A.ADD_NATURAL + C.BLACK_THREE_SLOT, final)
 
 
 @njit(cache=True)
 def _discards(row, prm, mask):
     """A discard ends the turn (hand >= 2 and the turn's melds complete) or goes out (C19, C28)."""
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     owner = owner_of(prm, p)
-    hand = hand_at(prm, p)
+    hand = L.hand_at(prm, p)
     total = hand_size(row, prm, p)
-    flags = row[F_TURN_FLAGS]
+    flags = row[L.F_TURN_FLAGS]
     if total >= 2:
-        ok = (not (flags & TF_YES) and row[naturals_at(prm, owner) + BLACK_THREE_SLOT] == 0
+        ok = (not (flags & L.TF_YES) and row[L.naturals_at(prm, owner) + C.BLACK_THREE_SLOT] == 0
               and minimum_shortfall(row, prm) == 0)
         if ok:
-            for k in range(NUM_KINDS):
+            for k in range(C.NUM_KINDS):
                 if row[hand + k] > 0:
                     mask[A.DISCARD + k] = True
         return
-    if flags & TF_NO:
+    if flags & L.TF_NO:
         return
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         if row[hand + k] > 0:
-            h = row[hand: hand + NUM_KINDS]
-            credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
+            h = row[hand: hand + C.NUM_KINDS]
+            credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
             h[k] -= 1
             need = go_out_value_needed(row, prm)
             mask[A.DISCARD + k] = _meld_everything(row, prm, owner, h, credit, need)
@@ -419,9 +364,9 @@ def _discards(row, prm, mask):
 @njit(cache=True)
 def _ask(row, prm, mask):
     """C29: ask once per turn, before melding, if going out is reachable."""
-    if not (prm[P_ASK] and prm[P_PARTNERS]):
+    if not (prm[L.P_ASK] and prm[L.P_PARTNERS]):
         return
-    if row[F_TURN_FLAGS] & TF_ASKED or row[F_TURN_MELDS] > 0:
+    if row[L.F_TURN_FLAGS] & L.TF_ASKED or row[L.F_TURN_MELDS] > 0:
         return
-    if hand_size(row, prm, row[F_CUR]) >= 2 and go_out_ok(row, prm):
+    if hand_size(row, prm, row[L.F_CUR]) >= 2 and go_out_ok(row, prm):
         mask[A.ASK_PARTNER] = True

@@ -3,7 +3,7 @@
 The mask asks one question of every candidate action: can the turn still be finished legally from
 the state the action leaves (C19a)? A turn finishes either with a discard, keeping at least one card
 and reaching the minimum if the side has not opened (``discard_path_ok``), or by going out
-(``go_out_ok``). Both are answered exactly and without search:
+(``going_out.py``, around ``_meld_everything``). Both are answered exactly and without search:
 
 * Every meld on the table is valid after every action (see ``actions.py``), so only the minimum,
   the cards left in hand and the canastas needed to go out remain open questions.
@@ -22,46 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from canasta_env.engine.cards import (
-    BLACK_THREE,
-    BLACK_THREE_SLOT,
-    CANASTA_SIZE,
-    CARD_VALUES,
-    FOUR,
-    JOKER,
-    NUM_KINDS,
-    NUM_RANK_SLOTS,
-    NUM_SLOTS,
-    TWO,
-    WILD_SLOT,
-)
-from canasta_env.engine.layout import (
-    F_CUR,
-    F_MINIMUM,
-    F_NEEDS_MIN,
-    F_TURN_FLAGS,
-    F_TURN_VALUE,
-    O_CREDIT,
-    O_MJOK,
-    O_MTWO,
-    P_B3_MAX,
-    P_CONC_MIN,
-    P_GO_DISCARD,
-    P_GO_REQ,
-    P_MAX_WILD,
-    P_NOWNERS,
-    P_NSIDES,
-    P_WLE,
-    TF_NO,
-    TF_TOOK,
-    TF_YES,
-    closed_at,
-    hand_at,
-    jokers_at,
-    naturals_at,
-    slot_of,
-    twos_at,
-)
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
 
 NEG = -(1 << 30)
 
@@ -69,8 +31,8 @@ NEG = -(1 << 30)
 @njit(cache=True, inline="always")
 def wild_room(prm: np.ndarray, naturals: int, wilds: int) -> int:
     """How many more wilds a meld of ``naturals`` naturals and ``wilds`` wilds may take (C13)."""
-    limit = prm[P_MAX_WILD]
-    if prm[P_WLE] and naturals < limit:
+    limit = prm[L.P_MAX_WILD]
+    if prm[L.P_WLE] and naturals < limit:
         limit = naturals
     return max(0, limit - wilds)
 
@@ -78,14 +40,14 @@ def wild_room(prm: np.ndarray, naturals: int, wilds: int) -> int:
 @njit(cache=True, inline="always")
 def side_of(prm: np.ndarray, player: int) -> int:
     """Side of a player: partners sit opposite (C4), so it is the seat modulo the side count."""
-    return player % prm[P_NSIDES]
+    return player % prm[L.P_NSIDES]
 
 
 @njit(cache=True, inline="always")
 def owner_of(prm: np.ndarray, player: int) -> int:
     """Whose melds a player plays to: the side's (C14), or the player's own (G2). Owners are seats
     modulo the owner count, like sides."""
-    return player % prm[P_NOWNERS]
+    return player % prm[L.P_NOWNERS]
 
 
 @njit(cache=True)
@@ -96,10 +58,10 @@ def _best_pairs(row, mnat, h, credit, count):
     taken = 0  # bit set of slots already chosen
     for _ in range(count):
         best, best_slot = -1, -1
-        for s in range(NUM_RANK_SLOTS):
-            k = s + FOUR
+        for s in range(C.NUM_RANK_SLOTS):
+            k = s + C.FOUR
             if h[k] == 2 and row[mnat + s] == 0 and not (taken >> s) & 1:
-                v = min(2, credit[k]) * CARD_VALUES[k]
+                v = min(2, credit[k]) * C.CARD_VALUES[k]
                 if v > best:
                     best, best_slot = v, s
         taken |= 1 << best_slot
@@ -110,16 +72,16 @@ def _best_pairs(row, mnat, h, credit, count):
 @njit(cache=True)
 def _free_value(row, prm, owner, h, credit):
     """Best credited value meldable from ``h`` with no cards kept, and the cards left over."""
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
+    mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
     value = 0
     melded = 0
     places = 0
     npairs = 0
     pairs_value = 0
-    for s in range(NUM_RANK_SLOTS):
-        k = s + FOUR
+    for s in range(C.NUM_RANK_SLOTS):
+        k = s + C.FOUR
         c = h[k]
-        cv = min(c, credit[k]) * CARD_VALUES[k]
+        cv = min(c, credit[k]) * C.CARD_VALUES[k]
         n0 = row[mnat + s]
         if n0 > 0:
             value += cv
@@ -132,7 +94,7 @@ def _free_value(row, prm, owner, h, credit):
         elif c == 2:
             npairs += 1
             pairs_value += cv
-    wilds = h[JOKER] + h[TWO]
+    wilds = h[C.JOKER] + h[C.TWO]
     active = min(npairs, wilds)
     if active == npairs:
         value += pairs_value
@@ -140,15 +102,15 @@ def _free_value(row, prm, owner, h, credit):
         value += _best_pairs(row, mnat, h, credit, active)
     melded += 2 * active
     placed = min(wilds, active * (1 + wild_room(prm, 2, 1)) + places)
-    cj = min(h[JOKER], credit[JOKER])
-    ct = min(h[TWO], credit[TWO])
+    cj = min(h[C.JOKER], credit[C.JOKER])
+    ct = min(h[C.TWO], credit[C.TWO])
     t = min(placed, cj)
-    value += t * CARD_VALUES[JOKER]
+    value += t * C.CARD_VALUES[C.JOKER]
     t2 = min(placed - t, ct)
-    value += t2 * CARD_VALUES[TWO]
+    value += t2 * C.CARD_VALUES[C.TWO]
     melded += placed
     total = 0
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         total += h[k]
     return value, total - melded
 
@@ -176,7 +138,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
     if left >= keep:
         return value
     best = NEG
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         if h[k] == 0:
             continue
         v, left1 = _held_back(row, prm, owner, h, credit, k)
@@ -186,7 +148,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
         h[k] -= 1
         old = credit[k]
         credit[k] = min(old, h[k])
-        for k2 in range(NUM_KINDS):
+        for k2 in range(C.NUM_KINDS):
             if h[k2] > 0:
                 v2, _ = _held_back(row, prm, owner, h, credit, k2)
                 best = max(best, v2)
@@ -199,7 +161,7 @@ def max_meld_value(row, prm, owner, h, credit, keep):
 def _all_in(row, mnat, mjok, mtwo, h, s):
     """(naturals, wilds) of slot s's meld once every natural of its rank in hand joins it;
     (-1, 0) if those naturals cannot form a meld by themselves (fewer than three, no meld)."""
-    c = h[s + FOUR]
+    c = h[s + C.FOUR]
     n0 = row[mnat + s]
     if n0 > 0:
         return n0 + c, row[mjok + s] + row[mtwo + s]
@@ -212,10 +174,10 @@ def _all_in(row, mnat, mjok, mtwo, h, s):
 def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
     """Whether ``free`` spare wilds can complete ``need`` more canastas once every natural in hand
     is melded: fill the melds closest to seven first."""
-    for d in range(1, CANASTA_SIZE):
-        for s in range(NUM_RANK_SLOTS):
+    for d in range(1, C.CANASTA_SIZE):
+        for s in range(C.NUM_RANK_SLOTS):
             n, w = _all_in(row, mnat, mjok, mtwo, h, s)
-            if n > 0 and n + w == CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
+            if n > 0 and n + w == C.CANASTA_SIZE - d and d <= wild_room(prm, n, w) and free >= d:
                 free -= d
                 need -= 1
                 if need == 0:
@@ -226,40 +188,40 @@ def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
 @njit(cache=True)
 def _meld_everything(row, prm, owner, h, credit, need_value):
     """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
-    mnat, mjok, mtwo = naturals_at(prm, owner), jokers_at(prm, owner), twos_at(prm, owner)
+    mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
     pairs = 0
     places = 0
     canastas = 0
-    for s in range(NUM_RANK_SLOTS):
+    for s in range(C.NUM_RANK_SLOTS):
         n, w = _all_in(row, mnat, mjok, mtwo, h, s)
         if n == 0:
             continue
         if n < 0:
-            if h[s + FOUR] == 1:
+            if h[s + C.FOUR] == 1:
                 return False
             pairs += 1  # two naturals: a wild must join them
             places += wild_room(prm, 2, 1)
             continue
         room = wild_room(prm, n, w)
         places += room
-        if n + w >= CANASTA_SIZE:
+        if n + w >= C.CANASTA_SIZE:
             canastas += 1
-    b3 = h[BLACK_THREE]
-    if b3 > 0 and not 3 <= row[mnat + BLACK_THREE_SLOT] + b3 <= prm[P_B3_MAX]:
+    b3 = h[C.BLACK_THREE]
+    if b3 > 0 and not 3 <= row[mnat + C.BLACK_THREE_SLOT] + b3 <= prm[L.P_B3_MAX]:
         return False
-    wilds = h[JOKER] + h[TWO]
+    wilds = h[C.JOKER] + h[C.TWO]
     if pairs > wilds:
         return False
     free = wilds - pairs
     if free > places:
         return False
-    need = prm[P_GO_REQ] - canastas
+    need = prm[L.P_GO_REQ] - canastas
     if need > 0 and not _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
         return False
     if need_value > 0:
         v = 0
-        for k in range(NUM_KINDS):
-            v += min(h[k], credit[k]) * CARD_VALUES[k]
+        for k in range(C.NUM_KINDS):
+            v += min(h[k], credit[k]) * C.CARD_VALUES[k]
         if v < need_value:
             return False
     return True
@@ -269,83 +231,51 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
 def go_out_value_needed(row, prm):
     """Minimum still to reach when going out: none for an unopened side that drew and goes out
     concealed, unless ``concealed_requires_minimum`` (C30); a pile take always needs it (C23)."""
-    if row[F_NEEDS_MIN] and ((row[F_TURN_FLAGS] & TF_TOOK) or prm[P_CONC_MIN]):
-        return row[F_MINIMUM] - row[F_TURN_VALUE]
+    if row[L.F_NEEDS_MIN] and ((row[L.F_TURN_FLAGS] & L.TF_TOOK) or prm[L.P_CONC_MIN]):
+        return row[L.F_MINIMUM] - row[L.F_TURN_VALUE]
     return 0
-
-
-@njit(cache=True)
-def go_out_ok(row, prm):
-    """Whether the mover can still go out this turn (C28), a final discard allowed (C19)."""
-    flags = row[F_TURN_FLAGS]
-    if flags & TF_NO:
-        return False
-    p = row[F_CUR]
-    owner = owner_of(prm, p)
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
-    need_value = go_out_value_needed(row, prm)
-    if not prm[P_GO_DISCARD] and _meld_everything(row, prm, owner, h, credit, need_value):
-        return True
-    for d in range(NUM_KINDS):
-        if h[d] > 0:
-            h[d] -= 1
-            old = credit[d]
-            credit[d] = min(old, h[d])
-            ok = _meld_everything(row, prm, owner, h, credit, need_value)
-            h[d] += 1
-            credit[d] = old
-            if ok:
-                return True
-    return False
 
 
 @njit(cache=True)
 def owner_has_meld(row, prm, owner):
     """Whether ``owner`` has any meld on the table, open or closed (R2)."""
-    mnat = naturals_at(prm, owner)
-    closed = closed_at(prm, owner)
-    for s in range(NUM_SLOTS):
+    mnat = L.naturals_at(prm, owner)
+    closed = L.closed_at(prm, owner)
+    for s in range(C.NUM_SLOTS):
         if row[mnat + s] > 0 or row[closed + s] > 0:
             return True
-    wild = slot_of(owner, WILD_SLOT)  # a wild-only meld holds no naturals
-    return row[prm[O_MJOK] + wild] + row[prm[O_MTWO] + wild] > 0
+    wild = L.slot_of(owner, C.WILD_SLOT)  # a wild-only meld holds no naturals
+    return row[prm[L.O_MJOK] + wild] + row[prm[L.O_MTWO] + wild] > 0
 
 
 @njit(cache=True)
 def minimum_shortfall(row, prm):
     """Value still needed this turn for the minimum (C16), or 0 if none is needed."""
-    if not row[F_NEEDS_MIN]:
+    if not row[L.F_NEEDS_MIN]:
         return 0
-    if not owner_has_meld(row, prm, owner_of(prm, row[F_CUR])):  # an unopened side's melds are all new
+    if not owner_has_meld(row, prm, owner_of(prm, row[L.F_CUR])):  # an unopened side's melds are all new
         return 0
-    return max(0, row[F_MINIMUM] - row[F_TURN_VALUE])
+    return max(0, row[L.F_MINIMUM] - row[L.F_TURN_VALUE])
 
 
 @njit(cache=True)
 def discard_path_ok(row, prm, keep):
     """Whether the mover can end the turn without going out, holding ``keep`` cards before the
     discard (2 for a discard, 1 for the no-discard end of C31a)."""
-    if row[F_TURN_FLAGS] & TF_YES:
+    if row[L.F_TURN_FLAGS] & L.TF_YES:
         return False
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     owner = owner_of(prm, p)
-    if row[naturals_at(prm, owner) + BLACK_THREE_SLOT] > 0:
+    if row[L.naturals_at(prm, owner) + C.BLACK_THREE_SLOT] > 0:
         return False
-    h = row[hand_at(prm, p): hand_at(prm, p) + NUM_KINDS]
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
     total = 0
-    for k in range(NUM_KINDS):
+    for k in range(C.NUM_KINDS):
         total += h[k]
     if total < keep:
         return False
     short = minimum_shortfall(row, prm)
     if short == 0:
         return True
-    credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
+    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
     return max_meld_value(row, prm, owner, h, credit, keep) >= short
-
-
-@njit(cache=True)
-def turn_finishable(row, prm):
-    """C19a: whether the mover's turn can still be finished legally from this meld-phase state."""
-    return discard_path_ok(row, prm, 2) or go_out_ok(row, prm)

@@ -16,54 +16,11 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
 from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.capped import sevens_blocked
-from canasta_env.engine.cards import (
-    NUM_KINDS,
-    NUM_SLOTS,
-)
 from canasta_env.engine.deal import minimum_for
-from canasta_env.engine.layout import (
-    F_CUR,
-    F_DEALER,
-    F_MAX_KIND,
-    F_MINIMUM,
-    F_NEEDS_MIN,
-    F_PHASE,
-    F_PILE_FROZEN,
-    F_PILE_LEN,
-    F_STOCK_LEN,
-    F_TURN_FLAGS,
-    F_TURN_VALUE,
-    NUM_CANASTA_KINDS,
-    NUM_PARAMS,
-    O_CREDIT,
-    O_NEW,
-    O_OPENED,
-    O_PILE,
-    O_RED3,
-    O_RESSTATE,
-    O_SCORE,
-    P_CAP,
-    P_DECK,
-    P_JOKERS,
-    P_MTAB_MIN,
-    P_MTAB_N,
-    P_NOWNERS,
-    P_NPLAYERS,
-    P_NSIDES,
-    P_PACKS,
-    P_RES_SIZE,
-    P_TARGET,
-    RES_SHOWN,
-    canasta_kinds_at,
-    hand_at,
-    jokers_at,
-    known_at,
-    naturals_at,
-    reserve_at,
-    twos_at,
-)
 
 SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
 NUM_PHASES = 5
@@ -80,27 +37,27 @@ class Piece(NamedTuple):
 
 def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
-    n, s, o = int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS])
+    n, s, o = int(params[L.P_NPLAYERS]), int(params[L.P_NSIDES]), int(params[L.P_NOWNERS])
     variant = [
-        Piece("closed_canastas", (o, NUM_CANASTA_KINDS), 0, 1,
+        Piece("closed_canastas", (o, L.NUM_CANASTA_KINDS), 0, 1,
               "closed canastas per owner (own first): natural, mixed, wild, sevens / 8, clipped"),
         Piece("reserves", (n, 2), 0, 1,
               "kitty/foot cards not in hand / reserve size; shown (joins after the discard), "
               "own seat first"),
         Piece("sevens_blocked", (1,), 0, 1, "no seven may be discarded yet (R5, P4)"),
-    ] if params[P_CAP] else []
+    ] if params[L.P_CAP] else []
     return [
-        Piece("hand", (NUM_KINDS,), 0, 1, "count / deck count of the kind"),
+        Piece("hand", (C.NUM_KINDS,), 0, 1, "count / deck count of the kind"),
         Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
-        Piece("known", (n - 1, NUM_KINDS), 0, 1, "cards others are known to hold / deck count"),
+        Piece("known", (n - 1, C.NUM_KINDS), 0, 1, "cards others are known to hold / deck count"),
         Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first"),
-        Piece("melds", (o, NUM_SLOTS, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
+        Piece("melds", (o, C.NUM_SLOTS, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
             "" if o == s else "; per player, own seat first (players own their melds, G2)")),
         Piece("opened", (s,), 0, 1, "side has opened"),
         Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped"),
         Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum"),
-        Piece("pile_top", (NUM_KINDS + 1,), 0, 1, "one-hot kind of the top card, last = empty pile"),
-        Piece("pile_counts", (NUM_KINDS,), 0, 1, "cards in the pile / deck count"),
+        Piece("pile_top", (C.NUM_KINDS + 1,), 0, 1, "one-hot kind of the top card, last = empty pile"),
+        Piece("pile_counts", (C.NUM_KINDS,), 0, 1, "cards in the pile / deck count"),
         Piece("pile_size", (1,), 0, 1, "cards / deck size"),
         Piece("pile_frozen", (2,), 0, 1, "frozen for all (wild inside); frozen for own side"),
         Piece("stock_size", (1,), 0, 1, "cards / deck size"),
@@ -110,21 +67,21 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
         Piece("turn", (3 + NUM_TURN_FLAGS,), 0, 1,
               "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
               "yes, no"),
-        Piece("new_this_turn", (NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
+        Piece("new_this_turn", (C.NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
     ] + variant
 
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
     """Length D of the observation vector."""
-    return _obs_dim(int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS]),
-                    int(params[P_CAP]))
+    return _obs_dim(int(params[L.P_NPLAYERS]), int(params[L.P_NSIDES]), int(params[L.P_NOWNERS]),
+                    int(params[L.P_CAP]))
 
 
 @functools.cache
 def _obs_dim(num_players: int, num_sides: int, num_owners: int, cap: int) -> int:
-    params = np.zeros(NUM_PARAMS, dtype=np.int32)
-    params[P_NPLAYERS], params[P_NSIDES], params[P_NOWNERS] = num_players, num_sides, num_owners
-    params[P_CAP] = cap
+    params = np.zeros(L.NUM_PARAMS, dtype=np.int32)
+    params[L.P_NPLAYERS], params[L.P_NSIDES], params[L.P_NOWNERS] = num_players, num_sides, num_owners
+    params[L.P_CAP] = cap
     return sum(int(np.prod(p.shape)) for p in pieces(params))
 
 
@@ -156,103 +113,96 @@ def layout_hash(params: npt.NDArray[np.int32]) -> str:
 
 @njit(cache=True)
 def _encode(row, prm, me, out):
-    n, sides = prm[P_NPLAYERS], prm[P_NSIDES]
-    deck = float(prm[P_DECK])
-    maxk = float(max(row[F_MAX_KIND], 1))
+    n, sides = prm[L.P_NPLAYERS], prm[L.P_NSIDES]
+    deck = float(prm[L.P_DECK])
+    maxk = float(max(row[L.F_MAX_KIND], 1))
     my_side = me % sides
     pos = 0
-    hand = hand_at(prm, me)
-    for k in range(NUM_KINDS):
+    hand = L.hand_at(prm, me)
+    for k in range(C.NUM_KINDS):
         out[pos + k] = row[hand + k] / maxk
-    pos += NUM_KINDS
+    pos += C.NUM_KINDS
     for j in range(n):
-        p = (me + j) % n
-        t = 0
-        for k in range(NUM_KINDS):
-            t += row[hand_at(prm, p) + k]
-        out[pos + j] = t / deck
+        out[pos + j] = L.cards_in(row, L.hand_at(prm, (me + j) % n)) / deck
     pos += n
     for j in range(1, n):
         p = (me + j) % n
-        for k in range(NUM_KINDS):
-            out[pos + k] = row[known_at(prm, p) + k] / maxk
-        pos += NUM_KINDS
-    red3_total = float(2 * prm[P_PACKS])
+        for k in range(C.NUM_KINDS):
+            out[pos + k] = row[L.known_at(prm, p) + k] / maxk
+        pos += C.NUM_KINDS
+    red3_total = float(2 * prm[L.P_PACKS])
     for j in range(sides):
         side = (my_side + j) % sides
         t = 0
         for p in range(n):
             if p % sides == side:
-                t += row[prm[O_RED3] + p]
+                t += row[prm[L.O_RED3] + p]
         out[pos + j] = t / red3_total
     pos += sides
-    owners = prm[P_NOWNERS]
+    owners = prm[L.P_NOWNERS]
     for j in range(owners):
         owner = (me + j) % owners  # own melds first, then in turn order
-        for s in range(NUM_SLOTS):
-            out[pos] = row[naturals_at(prm, owner) + s] / maxk
-            out[pos + 1] = row[jokers_at(prm, owner) + s] / max(prm[P_JOKERS], 1)
-            out[pos + 2] = row[twos_at(prm, owner) + s] / maxk
+        for s in range(C.NUM_SLOTS):
+            out[pos] = row[L.naturals_at(prm, owner) + s] / maxk
+            out[pos + 1] = row[L.jokers_at(prm, owner) + s] / max(prm[L.P_JOKERS], 1)
+            out[pos + 2] = row[L.twos_at(prm, owner) + s] / maxk
             pos += 3
-    top_min = float(max(prm[P_MTAB_MIN + prm[P_MTAB_N] - 1], 1))
+    top_min = float(max(prm[L.P_MTAB_MIN + prm[L.P_MTAB_N] - 1], 1))
     for j in range(sides):
         side = (my_side + j) % sides
-        out[pos + j] = row[prm[O_OPENED] + side]
-        score = row[prm[O_SCORE] + side] / float(prm[P_TARGET])
+        out[pos + j] = row[prm[L.O_OPENED] + side]
+        score = row[prm[L.O_SCORE] + side] / float(prm[L.P_TARGET])
         out[pos + sides + j] = min(max(score, -4.0), 4.0)
-        out[pos + 2 * sides + j] = minimum_for(prm, row[prm[O_SCORE] + side]) / top_min
+        out[pos + 2 * sides + j] = minimum_for(prm, row[prm[L.O_SCORE] + side]) / top_min
     pos += 3 * sides
-    plen = row[F_PILE_LEN]
-    out[pos: pos + NUM_KINDS + 1] = 0.0
-    out[pos + (row[prm[O_PILE] + plen - 1] if plen > 0 else NUM_KINDS)] = 1.0
-    pos += NUM_KINDS + 1
-    out[pos: pos + NUM_KINDS] = 0.0
+    plen = row[L.F_PILE_LEN]
+    out[pos: pos + C.NUM_KINDS + 1] = 0.0
+    out[pos + (row[prm[L.O_PILE] + plen - 1] if plen > 0 else C.NUM_KINDS)] = 1.0
+    pos += C.NUM_KINDS + 1
+    out[pos: pos + C.NUM_KINDS] = 0.0
     for i in range(plen):
-        out[pos + row[prm[O_PILE] + i]] += 1.0 / maxk
-    pos += NUM_KINDS
+        out[pos + row[prm[L.O_PILE] + i]] += 1.0 / maxk
+    pos += C.NUM_KINDS
     out[pos] = plen / deck
-    out[pos + 1] = row[F_PILE_FROZEN]
-    out[pos + 2] = 1.0 if (row[F_PILE_FROZEN] or not row[prm[O_OPENED] + my_side]) else 0.0
-    out[pos + 3] = row[F_STOCK_LEN] / deck
+    out[pos + 1] = row[L.F_PILE_FROZEN]
+    out[pos + 2] = 1.0 if (row[L.F_PILE_FROZEN] or not row[prm[L.O_OPENED] + my_side]) else 0.0
+    out[pos + 3] = row[L.F_STOCK_LEN] / deck
     pos += 4
     out[pos: pos + 2 * n] = 0.0
-    out[pos + (row[F_CUR] - me) % n] = 1.0
-    out[pos + n + (row[F_DEALER] - me) % n] = 1.0
+    out[pos + (row[L.F_CUR] - me) % n] = 1.0
+    out[pos + n + (row[L.F_DEALER] - me) % n] = 1.0
     pos += 2 * n
     out[pos: pos + 5] = 0.0
-    out[pos + min(row[F_PHASE], 4)] = 1.0
+    out[pos + min(row[L.F_PHASE], 4)] = 1.0
     pos += 5
-    mover_side = row[F_CUR] % sides
+    mover_side = row[L.F_CUR] % sides
     out[pos: pos + 8] = 0.0
     if mover_side == my_side:
-        minimum = max(row[F_MINIMUM], 1)
-        out[pos] = min(row[F_TURN_VALUE] / minimum, 1.0)
-        out[pos + 1] = row[F_NEEDS_MIN]
-        if row[F_CUR] == me:  # the credit left is private: it depends on the mover's hand
+        minimum = max(row[L.F_MINIMUM], 1)
+        out[pos] = min(row[L.F_TURN_VALUE] / minimum, 1.0)
+        out[pos + 1] = row[L.F_NEEDS_MIN]
+        if row[L.F_CUR] == me:  # the credit left is private: it depends on the mover's hand
             credit = 0
-            for k in range(NUM_KINDS):
-                credit += min(row[prm[O_CREDIT] + k], row[hand_at(prm, me) + k])
-            out[pos + 2] = min(credit / maxk / NUM_KINDS, 1.0)
-        flags = row[F_TURN_FLAGS]
+            for k in range(C.NUM_KINDS):
+                credit += min(row[prm[L.O_CREDIT] + k], row[L.hand_at(prm, me) + k])
+            out[pos + 2] = min(credit / maxk / C.NUM_KINDS, 1.0)
+        flags = row[L.F_TURN_FLAGS]
         for i in range(NUM_TURN_FLAGS):
             out[pos + 3 + i] = 1.0 if flags & (1 << i) else 0.0
     pos += 8
-    for s in range(NUM_SLOTS):
-        out[pos + s] = row[prm[O_NEW] + s] if mover_side == my_side else 0.0
-    pos += NUM_SLOTS
-    if prm[P_CAP]:
+    for s in range(C.NUM_SLOTS):
+        out[pos + s] = row[prm[L.O_NEW] + s] if mover_side == my_side else 0.0
+    pos += C.NUM_SLOTS
+    if prm[L.P_CAP]:
         for j in range(owners):
-            base = canasta_kinds_at(prm, ((me + j) % owners))
-            for kind in range(NUM_CANASTA_KINDS):
+            base = L.canasta_kinds_at(prm, ((me + j) % owners))
+            for kind in range(L.NUM_CANASTA_KINDS):
                 out[pos + kind] = min(row[base + kind] / 8.0, 1.0)
-            pos += NUM_CANASTA_KINDS
+            pos += L.NUM_CANASTA_KINDS
         for j in range(n):
             p = (me + j) % n
-            t = 0
-            for k in range(NUM_KINDS):
-                t += row[reserve_at(prm, p) + k]
-            out[pos] = t / float(max(prm[P_RES_SIZE], 1))
-            out[pos + 1] = 1.0 if row[prm[O_RESSTATE] + p] == RES_SHOWN else 0.0
+            out[pos] = L.cards_in(row, L.reserve_at(prm, p)) / float(max(prm[L.P_RES_SIZE], 1))
+            out[pos + 1] = 1.0 if row[prm[L.O_RESSTATE] + p] == L.RES_SHOWN else 0.0
             pos += 2
         out[pos] = 1.0 if sevens_blocked(row, prm) else 0.0
         pos += 1

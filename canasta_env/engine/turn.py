@@ -9,112 +9,10 @@ from __future__ import annotations
 from numba import njit
 
 from canasta_env.engine import actions as A
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
 from canasta_env.engine.capped import sevens_blocked
-from canasta_env.engine.cards import (
-    BLACK_THREE,
-    BLACK_THREE_SLOT,
-    CANASTA_SIZE,
-    CARD_VALUES,
-    FOUR,
-    JOKER,
-    NUM_KINDS,
-    NUM_RANK_SLOTS,
-    RED_THREE,
-    SEVEN,
-    TWO,
-    WILD_SLOT,
-)
 from canasta_env.engine.deal import deal_next, pop_stock, push_pile, start_turn
-from canasta_env.engine.layout import (
-    EV_ALL_KINDS_OUT,
-    EV_ASK,
-    EV_BLACK3_MELD,
-    EV_CANASTA,
-    EV_CONCEALED,
-    EV_FROZEN_TAKE,
-    EV_GAME_END,
-    EV_LAST_RED3,
-    EV_LAYOFF_TAKE,
-    EV_NO_DISCARD_END,
-    EV_OPEN_BY_TAKE,
-    EV_OPENED,
-    EV_PILE_TAKE,
-    EV_RED3_DRAWN,
-    EV_RESERVE_PICKUP,
-    EV_SEVENS_CANASTA,
-    EV_SEVENS_HELD,
-    EV_STOCK_OUT_END,
-    EV_STOP_CARD,
-    EV_WENT_OUT,
-    EV_WILD_CANASTA,
-    F_ASKER,
-    F_CONCEALED,
-    F_CUR,
-    F_HAND_END,
-    F_MINIMUM,
-    F_NEEDS_MIN,
-    F_PHASE,
-    F_PILE_FROZEN,
-    F_PILE_LEN,
-    F_PLAY_CLOSED,
-    F_STOCK_LEN,
-    F_TURN_FLAGS,
-    F_TURN_MELDS,
-    F_TURN_VALUE,
-    F_WENT_OUT,
-    HE_LAST_RED3,
-    HE_NO_DISCARD,
-    HE_STOCK_OUT,
-    HE_WENT_OUT,
-    K_MIXED,
-    K_NATURAL,
-    K_SEVENS,
-    K_WILD,
-    O_CJOK,
-    O_CLOSED,
-    O_CREDIT,
-    O_CTWO,
-    O_MELDED,
-    O_MJOK,
-    O_MNAT,
-    O_MTWO,
-    O_NEW,
-    O_OPENED,
-    O_PILE,
-    O_RED3,
-    O_RESSTATE,
-    P_CAP,
-    P_DRAW,
-    P_EPISODE_GAME,
-    P_LAST_RED3,
-    P_NPLAYERS,
-    P_RES_PICKUP,
-    PH_ANSWER,
-    PH_DRAW,
-    PH_FINAL_MELD,
-    PH_MELD,
-    PICKUP_IMMEDIATE,
-    RES_DOWN,
-    RES_IN_HAND,
-    RES_SHOWN,
-    TF_ADDED_OLD,
-    TF_ASKED,
-    TF_DREW,
-    TF_MELDED_BEFORE,
-    TF_NEW_CANASTA,
-    TF_NO,
-    TF_SEVENS_ONLY,
-    TF_TOOK,
-    TF_YES,
-    canasta_kinds_at,
-    hand_at,
-    jokers_at,
-    known_at,
-    naturals_at,
-    reserve_at,
-    slot_of,
-    twos_at,
-)
 from canasta_env.engine.melds import owner_has_meld, owner_of, side_of
 from canasta_env.engine.score import finish_episode, game_decision, hand_rewards, score_hand
 
@@ -126,11 +24,11 @@ def end_hand(row, prm, how, rewards, order_buf):
     """Score the hand; then end the episode or deal the game's next hand (C32, C33)."""
     events = score_hand(row, prm)
     hand_rewards(row, prm, rewards)
-    row[F_HAND_END] = how
+    row[L.F_HAND_END] = how
     if game_decision(row, prm):
         finish_episode(row)
-        if prm[P_EPISODE_GAME]:
-            events |= EV_GAME_END
+        if prm[L.P_EPISODE_GAME]:
+            events |= L.EV_GAME_END
     else:
         events |= deal_next(row, prm, order_buf, False)
     return events
@@ -139,150 +37,148 @@ def end_hand(row, prm, how, rewards, order_buf):
 @njit(cache=True)
 def close_turn(row, prm):
     """The mover's side has opened once it has melds at the end of a turn (C16, C18)."""
-    side = side_of(prm, row[F_CUR])
+    side = side_of(prm, row[L.F_CUR])
     # an unopened side's melds are all the mover's, made this turn (G2: the mover's own)
-    if owner_has_meld(row, prm, owner_of(prm, row[F_CUR])) and row[prm[O_OPENED] + side] == 0:
-        row[prm[O_OPENED] + side] = 1
-        return EV_OPENED
+    if owner_has_meld(row, prm, owner_of(prm, row[L.F_CUR])) and row[prm[L.O_OPENED] + side] == 0:
+        row[prm[L.O_OPENED] + side] = 1
+        return L.EV_OPENED
     return 0
 
 
 @njit(cache=True)
 def next_turn(row, prm):
     """Pass the turn to the left (C4)."""
-    start_turn(row, prm, (row[F_CUR] + 1) % prm[P_NPLAYERS])
+    start_turn(row, prm, (row[L.F_CUR] + 1) % prm[L.P_NPLAYERS])
 
 
 @njit(cache=True)
 def go_out(row, prm, rewards, order_buf):
     """The mover has no cards left: record whether it was concealed (C30) and end the hand."""
-    p = row[F_CUR]
-    flags = row[F_TURN_FLAGS]
+    p = row[L.F_CUR]
+    flags = row[L.F_TURN_FLAGS]
     concealed = 0
-    if not (flags & (TF_MELDED_BEFORE | TF_ADDED_OLD)):
+    if not (flags & (L.TF_MELDED_BEFORE | L.TF_ADDED_OLD)):
         owner = owner_of(prm, p)
-        for s in range(NUM_RANK_SLOTS):
-            size = (row[naturals_at(prm, owner) + s] + row[jokers_at(prm, owner) + s]
-                    + row[twos_at(prm, owner) + s])
-            if row[prm[O_NEW] + s] and size >= CANASTA_SIZE:
+        for s in range(C.NUM_RANK_SLOTS):
+            size = (row[L.naturals_at(prm, owner) + s] + row[L.jokers_at(prm, owner) + s]
+                    + row[L.twos_at(prm, owner) + s])
+            if row[prm[L.O_NEW] + s] and size >= C.CANASTA_SIZE:
                 concealed = 1
-        if flags & TF_NEW_CANASTA:
+        if flags & L.TF_NEW_CANASTA:
             concealed = 1
-    row[F_WENT_OUT] = p
-    row[F_CONCEALED] = concealed
-    events = EV_WENT_OUT | (EV_CONCEALED if concealed else 0) | close_turn(row, prm)
-    if prm[P_CAP]:
-        events |= EV_ALL_KINDS_OUT
-    return events | end_hand(row, prm, HE_WENT_OUT, rewards, order_buf)
+    row[L.F_WENT_OUT] = p
+    row[L.F_CONCEALED] = concealed
+    events = L.EV_WENT_OUT | (L.EV_CONCEALED if concealed else 0) | close_turn(row, prm)
+    if prm[L.P_CAP]:
+        events |= L.EV_ALL_KINDS_OUT
+    return events | end_hand(row, prm, L.HE_WENT_OUT, rewards, order_buf)
 
 
 @njit(cache=True)
 def apply_draw(row, prm, rewards, order_buf):
     """Draw ``draw_count`` cards one at a time, red threes laid down and replaced (C7, C8, C31a)."""
-    p = row[F_CUR]
-    hand = hand_at(prm, p)
+    p = row[L.F_CUR]
+    hand = L.hand_at(prm, p)
     events = 0
-    need = prm[P_DRAW]
+    need = prm[L.P_DRAW]
     last_red3 = False
-    while need > 0 and row[F_STOCK_LEN] > 0:
+    while need > 0 and row[L.F_STOCK_LEN] > 0:
         card = pop_stock(row, prm)
-        if card == RED_THREE:
-            row[prm[O_RED3] + p] += 1
-            events |= EV_RED3_DRAWN
+        if card == C.RED_THREE:
+            row[prm[L.O_RED3] + p] += 1
+            events |= L.EV_RED3_DRAWN
             last_red3 = True
             continue
         last_red3 = False
         row[hand + card] += 1
         need -= 1
-    row[F_TURN_FLAGS] |= TF_DREW
-    row[F_PHASE] = PH_MELD
+    row[L.F_TURN_FLAGS] |= L.TF_DREW
+    row[L.F_PHASE] = L.PH_MELD
     mark_sevens_only(row, prm)
-    if last_red3 and row[F_STOCK_LEN] == 0:
-        events |= EV_LAST_RED3
-        if prm[P_LAST_RED3] == 1:
-            events |= end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
+    if last_red3 and row[L.F_STOCK_LEN] == 0:
+        events |= L.EV_LAST_RED3
+        if prm[L.P_LAST_RED3] == 1:
+            events |= end_hand(row, prm, L.HE_LAST_RED3, rewards, order_buf)
         else:
-            row[F_PHASE] = PH_FINAL_MELD
+            row[L.F_PHASE] = L.PH_FINAL_MELD
     return events
 
 
 @njit(cache=True)
 def mark_sevens_only(row, prm):
     """Note whether the mover's hand is only sevens as melding begins (R5, C27a)."""
-    base = hand_at(prm, row[F_CUR])
-    total = 0
-    for k in range(NUM_KINDS):
-        total += row[base + k]
-    if total > 0 and row[base + SEVEN] == total:
-        row[F_TURN_FLAGS] |= TF_SEVENS_ONLY
+    base = L.hand_at(prm, row[L.F_CUR])
+    total = L.cards_in(row, base)
+    if total > 0 and row[base + C.SEVEN] == total:
+        row[L.F_TURN_FLAGS] |= L.TF_SEVENS_ONLY
     else:
-        row[F_TURN_FLAGS] &= ~TF_SEVENS_ONLY
+        row[L.F_TURN_FLAGS] &= ~L.TF_SEVENS_ONLY
 
 
 @njit(cache=True)
 def join_reserve(row, prm, p):
     """The player's kitty or foot joins their hand; red threes in it are laid down, not replaced
     (C8). Its cards do not count toward this turn's minimum (like the pile's, C17)."""
-    hand = hand_at(prm, p)
-    res = reserve_at(prm, p)
-    for k in range(NUM_KINDS):
-        c = prm[O_CREDIT] + k
+    hand = L.hand_at(prm, p)
+    res = L.reserve_at(prm, p)
+    for k in range(C.NUM_KINDS):
+        c = prm[L.O_CREDIT] + k
         row[c] = min(row[c], row[hand + k])
-        if k == RED_THREE:
-            row[prm[O_RED3] + p] += row[res + k]
+        if k == C.RED_THREE:
+            row[prm[L.O_RED3] + p] += row[res + k]
         else:
             row[hand + k] += row[res + k]
         row[res + k] = 0
-    row[prm[O_RESSTATE] + p] = RES_IN_HAND
-    return EV_RESERVE_PICKUP
+    row[prm[L.O_RESSTATE] + p] = L.RES_IN_HAND
+    return L.EV_RESERVE_PICKUP
 
 
 @njit(cache=True)
 def reserve_trigger(row, prm):
     """After a play: a canasta it closed shows the kitty (R4: red, wild or sevens) or brings the
     foot at once (P3)."""
-    closed = row[F_PLAY_CLOSED]
-    row[F_PLAY_CLOSED] = 0
-    p = row[F_CUR]
-    if closed == 0 or row[prm[O_RESSTATE] + p] != RES_DOWN:
+    closed = row[L.F_PLAY_CLOSED]
+    row[L.F_PLAY_CLOSED] = 0
+    p = row[L.F_CUR]
+    if closed == 0 or row[prm[L.O_RESSTATE] + p] != L.RES_DOWN:
         return 0
-    if prm[P_RES_PICKUP] == PICKUP_IMMEDIATE:
+    if prm[L.P_RES_PICKUP] == L.PICKUP_IMMEDIATE:
         events = join_reserve(row, prm, p)
         mark_sevens_only(row, prm)
         return events
-    if closed & ~(1 << K_MIXED):
-        row[prm[O_RESSTATE] + p] = RES_SHOWN
+    if closed & ~(1 << L.K_MIXED):
+        row[prm[L.O_RESSTATE] + p] = L.RES_SHOWN
     return 0
 
 
 @njit(cache=True)
 def _close_meld(row, prm, owner, slot):
     """Move the seven-card meld of ``slot`` to the owner's closed canastas (R2); returns events."""
-    base = slot_of(owner, slot)
-    j, t = row[prm[O_MJOK] + base], row[prm[O_MTWO] + base]
-    if slot == WILD_SLOT:
-        kind, events = K_WILD, EV_WILD_CANASTA
-    elif slot + FOUR == SEVEN:
-        kind, events = K_SEVENS, EV_SEVENS_CANASTA
+    base = L.slot_of(owner, slot)
+    j, t = row[prm[L.O_MJOK] + base], row[prm[L.O_MTWO] + base]
+    if slot == C.WILD_SLOT:
+        kind, events = L.K_WILD, L.EV_WILD_CANASTA
+    elif slot + C.FOUR == C.SEVEN:
+        kind, events = L.K_SEVENS, L.EV_SEVENS_CANASTA
     else:
-        kind, events = (K_NATURAL if j + t == 0 else K_MIXED), 0
-    row[canasta_kinds_at(prm, owner) + kind] += 1
-    row[prm[O_CLOSED] + base] += 1
-    row[prm[O_CJOK] + base] += j
-    row[prm[O_CTWO] + base] += t
-    row[prm[O_MNAT] + base] = 0
-    row[prm[O_MJOK] + base] = 0
-    row[prm[O_MTWO] + base] = 0
-    row[F_PLAY_CLOSED] |= 1 << kind
-    if row[prm[O_NEW] + slot]:
-        row[F_TURN_FLAGS] |= TF_NEW_CANASTA
+        kind, events = (L.K_NATURAL if j + t == 0 else L.K_MIXED), 0
+    row[L.canasta_kinds_at(prm, owner) + kind] += 1
+    row[prm[L.O_CLOSED] + base] += 1
+    row[prm[L.O_CJOK] + base] += j
+    row[prm[L.O_CTWO] + base] += t
+    row[prm[L.O_MNAT] + base] = 0
+    row[prm[L.O_MJOK] + base] = 0
+    row[prm[L.O_MTWO] + base] = 0
+    row[L.F_PLAY_CLOSED] |= 1 << kind
+    if row[prm[L.O_NEW] + slot]:
+        row[L.F_TURN_FLAGS] |= L.TF_NEW_CANASTA
     return events
 
 
 @njit(cache=True)
 def _forget(row, prm, p, kind):
     """A card of ``kind`` left the hand: others may no longer know the player holds it."""
-    i = known_at(prm, p) + kind
+    i = L.known_at(prm, p) + kind
     if row[i] > 0:
         row[i] -= 1
 
@@ -290,77 +186,77 @@ def _forget(row, prm, p, kind):
 @njit(cache=True)
 def _use_from_hand(row, prm, p, kind):
     """Move one card from the mover's hand to the table, crediting the minimum (C16, C17)."""
-    row[hand_at(prm, p) + kind] -= 1
-    c = prm[O_CREDIT] + kind
+    row[L.hand_at(prm, p) + kind] -= 1
+    c = prm[L.O_CREDIT] + kind
     if row[c] > 0:
         row[c] -= 1
-        row[F_TURN_VALUE] += CARD_VALUES[kind]
+        row[L.F_TURN_VALUE] += C.CARD_VALUES[kind]
     _forget(row, prm, p, kind)
 
 
 @njit(cache=True)
 def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
     """Put cards on a meld slot; returns event bits (canasta reached, pre-turn meld touched)."""
-    base = slot_of(owner, slot)
-    before = row[prm[O_MNAT] + base] + row[prm[O_MJOK] + base] + row[prm[O_MTWO] + base]
+    base = L.slot_of(owner, slot)
+    before = row[prm[L.O_MNAT] + base] + row[prm[L.O_MJOK] + base] + row[prm[L.O_MTWO] + base]
     if before == 0:
-        row[prm[O_NEW] + slot] = 1
-    elif not row[prm[O_NEW] + slot]:
-        row[F_TURN_FLAGS] |= TF_ADDED_OLD
-    row[prm[O_MNAT] + base] += naturals
-    row[prm[O_MJOK] + base] += jokers
-    row[prm[O_MTWO] + base] += twos
+        row[prm[L.O_NEW] + slot] = 1
+    elif not row[prm[L.O_NEW] + slot]:
+        row[L.F_TURN_FLAGS] |= L.TF_ADDED_OLD
+    row[prm[L.O_MNAT] + base] += naturals
+    row[prm[L.O_MJOK] + base] += jokers
+    row[prm[L.O_MTWO] + base] += twos
     after = before + naturals + jokers + twos
-    if prm[P_CAP] and slot != BLACK_THREE_SLOT and after >= prm[P_CAP]:
-        return EV_CANASTA | _close_meld(row, prm, owner, slot)
-    return EV_CANASTA if (slot < WILD_SLOT and before < CANASTA_SIZE <= after) else 0
+    if prm[L.P_CAP] and slot != C.BLACK_THREE_SLOT and after >= prm[L.P_CAP]:
+        return L.EV_CANASTA | _close_meld(row, prm, owner, slot)
+    return L.EV_CANASTA if (slot < C.WILD_SLOT and before < C.CANASTA_SIZE <= after) else 0
 
 
 @njit(cache=True)
 def apply_take(row, prm, how):
     """Take the discard pile (C22-C24): meld the top card, then the rest joins the hand."""
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     owner = owner_of(prm, p)
-    hand = hand_at(prm, p)
-    events = EV_PILE_TAKE
-    if row[F_PILE_FROZEN]:
-        events |= EV_FROZEN_TAKE
-    if row[F_NEEDS_MIN]:
-        events |= EV_OPEN_BY_TAKE
-    row[F_PILE_LEN] -= 1
-    top = row[prm[O_PILE] + row[F_PILE_LEN]]
-    row[F_TURN_VALUE] += CARD_VALUES[top]
-    slot = top - FOUR
+    hand = L.hand_at(prm, p)
+    events = L.EV_PILE_TAKE
+    if row[L.F_PILE_FROZEN]:
+        events |= L.EV_FROZEN_TAKE
+    if row[L.F_NEEDS_MIN]:
+        events |= L.EV_OPEN_BY_TAKE
+    row[L.F_PILE_LEN] -= 1
+    top = row[prm[L.O_PILE] + row[L.F_PILE_LEN]]
+    row[L.F_TURN_VALUE] += C.CARD_VALUES[top]
+    slot = top - C.FOUR
     if how == TAKE_PAIR:
         _use_from_hand(row, prm, p, top)
         _use_from_hand(row, prm, p, top)
         events |= _add_to_slot(row, prm, owner, slot, 3, 0, 0)
     elif how == TAKE_NAT_JOKER:
         _use_from_hand(row, prm, p, top)
-        _use_from_hand(row, prm, p, JOKER)
+        _use_from_hand(row, prm, p, C.JOKER)
         events |= _add_to_slot(row, prm, owner, slot, 2, 1, 0)
     elif how == TAKE_NAT_TWO:
         _use_from_hand(row, prm, p, top)
-        _use_from_hand(row, prm, p, TWO)
+        _use_from_hand(row, prm, p, C.TWO)
         events |= _add_to_slot(row, prm, owner, slot, 2, 0, 1)
     else:
-        events |= EV_LAYOFF_TAKE | _add_to_slot(row, prm, owner, slot, 1, 0, 0)
-    row[prm[O_MELDED] + p] = 1
-    for k in range(NUM_KINDS):
-        row[prm[O_CREDIT] + k] = row[hand + k]
-    for i in range(row[F_PILE_LEN]):
-        card = row[prm[O_PILE] + i]
-        if card == RED_THREE:
-            row[prm[O_RED3] + p] += 1
+        events |= L.EV_LAYOFF_TAKE | _add_to_slot(row, prm, owner, slot, 1, 0, 0)
+    row[prm[L.O_MELDED] + p] = 1
+    for k in range(C.NUM_KINDS):
+        row[prm[L.O_CREDIT] + k] = row[hand + k]
+    for i in range(row[L.F_PILE_LEN]):
+        card = row[prm[L.O_PILE] + i]
+        if card == C.RED_THREE:
+            row[prm[L.O_RED3] + p] += 1
         else:
             row[hand + card] += 1
-            row[known_at(prm, p) + card] += 1
-    row[F_PILE_LEN] = 0
-    row[F_PILE_FROZEN] = 0
-    row[F_TURN_FLAGS] |= TF_TOOK
-    row[F_PHASE] = PH_MELD
-    if row[F_NEEDS_MIN] and row[F_TURN_VALUE] >= row[F_MINIMUM]:
-        events |= EV_OPENED
+            row[L.known_at(prm, p) + card] += 1
+    row[L.F_PILE_LEN] = 0
+    row[L.F_PILE_FROZEN] = 0
+    row[L.F_TURN_FLAGS] |= L.TF_TOOK
+    row[L.F_PHASE] = L.PH_MELD
+    if row[L.F_NEEDS_MIN] and row[L.F_TURN_VALUE] >= row[L.F_MINIMUM]:
+        events |= L.EV_OPENED
     mark_sevens_only(row, prm)
     return events | reserve_trigger(row, prm)
 
@@ -370,7 +266,7 @@ def meld_cards(action):
     """(slot, naturals, jokers, twos) that a meld action moves from hand to table."""
     if action >= A.MELD_WILD:
         j = action - A.MELD_WILD
-        return WILD_SLOT, 0, j, 3 - j
+        return C.WILD_SLOT, 0, j, 3 - j
     if action < A.MELD_NNJ:
         return action - A.MELD_NNN, 3, 0, 0
     if action < A.MELD_NN2:
@@ -387,40 +283,36 @@ def meld_cards(action):
 @njit(cache=True)
 def place_meld(row, prm, action):
     """Move the cards of a meld action from the mover's hand to the table (no turn end)."""
-    p = row[F_CUR]
+    p = row[L.F_CUR]
     slot, naturals, jokers, twos = meld_cards(action)
-    kind = slot + FOUR if slot < WILD_SLOT else BLACK_THREE
+    kind = slot + C.FOUR if slot < C.WILD_SLOT else C.BLACK_THREE
     for _ in range(naturals):
         _use_from_hand(row, prm, p, kind)
     for _ in range(jokers):
-        _use_from_hand(row, prm, p, JOKER)
+        _use_from_hand(row, prm, p, C.JOKER)
     for _ in range(twos):
-        _use_from_hand(row, prm, p, TWO)
-    row[prm[O_MELDED] + p] = 1
-    row[F_TURN_MELDS] += 1
+        _use_from_hand(row, prm, p, C.TWO)
+    row[prm[L.O_MELDED] + p] = 1
+    row[L.F_TURN_MELDS] += 1
     events = _add_to_slot(row, prm, owner_of(prm, p), slot, naturals, jokers, twos)
     events |= reserve_trigger(row, prm)
-    return events | (EV_BLACK3_MELD if slot == BLACK_THREE_SLOT and naturals == 3 else 0)
+    return events | (L.EV_BLACK3_MELD if slot == C.BLACK_THREE_SLOT and naturals == 3 else 0)
 
 
 @njit(cache=True)
 def hand_size(row, prm, p):
     """Cards in player ``p``'s hand."""
-    total = 0
-    base = hand_at(prm, p)
-    for k in range(NUM_KINDS):
-        total += row[base + k]
-    return total
+    return L.cards_in(row, L.hand_at(prm, p))
 
 
 @njit(cache=True)
 def apply_meld(row, prm, action, rewards, order_buf):
     """A meld action; melding the last card goes out (C28)."""
-    was_short = row[F_NEEDS_MIN] and row[F_TURN_VALUE] < row[F_MINIMUM]
+    was_short = row[L.F_NEEDS_MIN] and row[L.F_TURN_VALUE] < row[L.F_MINIMUM]
     events = place_meld(row, prm, action)
-    if was_short and row[F_TURN_VALUE] >= row[F_MINIMUM]:
-        events |= EV_OPENED
-    if hand_size(row, prm, row[F_CUR]) == 0:
+    if was_short and row[L.F_TURN_VALUE] >= row[L.F_MINIMUM]:
+        events |= L.EV_OPENED
+    if hand_size(row, prm, row[L.F_CUR]) == 0:
         events |= go_out(row, prm, rewards, order_buf)
     return events
 
@@ -428,20 +320,20 @@ def apply_meld(row, prm, action, rewards, order_buf):
 @njit(cache=True)
 def apply_discard(row, prm, kind, rewards, order_buf):
     """Discard a card (C27): the turn ends, or the hand if it was the last card (C28)."""
-    p = row[F_CUR]
-    row[hand_at(prm, p) + kind] -= 1
+    p = row[L.F_CUR]
+    row[L.hand_at(prm, p) + kind] -= 1
     _forget(row, prm, p, kind)
     push_pile(row, prm, kind)
     events = 0
-    if kind == JOKER or kind == TWO:
-        row[F_PILE_FROZEN] = 1
-    elif kind == BLACK_THREE:
-        events |= EV_STOP_CARD
+    if kind == C.JOKER or kind == C.TWO:
+        row[L.F_PILE_FROZEN] = 1
+    elif kind == C.BLACK_THREE:
+        events |= L.EV_STOP_CARD
     if hand_size(row, prm, p) == 0:
         return events | go_out(row, prm, rewards, order_buf)
-    if row[hand_at(prm, p) + SEVEN] > 0 and sevens_blocked(row, prm):
-        events |= EV_SEVENS_HELD
-    if row[prm[O_RESSTATE] + p] == RES_SHOWN:  # the kitty joins after the discard (R4)
+    if row[L.hand_at(prm, p) + C.SEVEN] > 0 and sevens_blocked(row, prm):
+        events |= L.EV_SEVENS_HELD
+    if row[prm[L.O_RESSTATE] + p] == L.RES_SHOWN:  # the kitty joins after the discard (R4)
         events |= join_reserve(row, prm, p)
     events |= close_turn(row, prm)
     next_turn(row, prm)
@@ -454,15 +346,15 @@ def apply_action(row, prm, action, rewards, order_buf):
     if action == A.DRAW_STOCK:
         return apply_draw(row, prm, rewards, order_buf)
     if action == A.END_HAND:
-        if row[F_PHASE] == PH_DRAW:
-            return EV_STOCK_OUT_END | end_hand(row, prm, HE_STOCK_OUT, rewards, order_buf)
-        if row[F_PHASE] == PH_MELD:  # only sevens, none may be discarded (C27a)
-            return EV_NO_DISCARD_END | close_turn(row, prm) | end_hand(
-                row, prm, HE_NO_DISCARD, rewards, order_buf)
-        return close_turn(row, prm) | end_hand(row, prm, HE_LAST_RED3, rewards, order_buf)
+        if row[L.F_PHASE] == L.PH_DRAW:
+            return L.EV_STOCK_OUT_END | end_hand(row, prm, L.HE_STOCK_OUT, rewards, order_buf)
+        if row[L.F_PHASE] == L.PH_MELD:  # only sevens, none may be discarded (C27a)
+            return L.EV_NO_DISCARD_END | close_turn(row, prm) | end_hand(
+                row, prm, L.HE_NO_DISCARD, rewards, order_buf)
+        return close_turn(row, prm) | end_hand(row, prm, L.HE_LAST_RED3, rewards, order_buf)
     if action <= A.TAKE_PILE_LAYOFF:
         events = apply_take(row, prm, action - A.TAKE_PILE_PAIR)
-        if hand_size(row, prm, row[F_CUR]) == 0:  # the take melded the last cards: going out
+        if hand_size(row, prm, row[L.F_CUR]) == 0:  # the take melded the last cards: going out
             events |= go_out(row, prm, rewards, order_buf)
         return events
     if action < A.DISCARD:
@@ -470,17 +362,17 @@ def apply_action(row, prm, action, rewards, order_buf):
     if A.DISCARD <= action < A.ASK_PARTNER:
         return apply_discard(row, prm, action - A.DISCARD, rewards, order_buf)
     if action == A.ASK_PARTNER:
-        row[F_TURN_FLAGS] |= TF_ASKED
-        row[F_ASKER] = row[F_CUR]
-        row[F_CUR] = (row[F_CUR] + 2) % prm[P_NPLAYERS]
-        row[F_PHASE] = PH_ANSWER
-        return EV_ASK
+        row[L.F_TURN_FLAGS] |= L.TF_ASKED
+        row[L.F_ASKER] = row[L.F_CUR]
+        row[L.F_CUR] = (row[L.F_CUR] + 2) % prm[L.P_NPLAYERS]
+        row[L.F_PHASE] = L.PH_ANSWER
+        return L.EV_ASK
     if action == A.ANSWER_YES or action == A.ANSWER_NO:
-        row[F_TURN_FLAGS] |= TF_YES if action == A.ANSWER_YES else TF_NO
-        row[F_CUR] = row[F_ASKER]
-        row[F_PHASE] = PH_MELD
+        row[L.F_TURN_FLAGS] |= L.TF_YES if action == A.ANSWER_YES else L.TF_NO
+        row[L.F_CUR] = row[L.F_ASKER]
+        row[L.F_PHASE] = L.PH_MELD
         return 0
     return 0
 
 
-_UNUSED = (PH_DRAW, EV_STOP_CARD)
+_UNUSED = (L.PH_DRAW, L.EV_STOP_CARD)

@@ -1,0 +1,61 @@
+"""Going out, and whether a turn can still be finished, under either meld solver (C19, C19a, C28).
+
+Going out is one rule whatever the variant: every card but an optional (or, R8, compulsory) final
+discard must be melded, never discarding a seven while the seven rule holds (R5, P4), with the
+kitty or foot already in hand (R4, P3). Only the question "can this hand be melded entirely?"
+differs: ``melds.py`` answers it for open-ended melds, ``capped.py`` for melds capped at seven cards
+with the four canasta kinds (``P_CAP``).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from canasta_env.engine import capped, melds
+from canasta_env.engine import cards as C
+from canasta_env.engine import layout as L
+
+
+@njit(cache=True)
+def _melds_entirely(row, prm, owner, h, credit, need_value):
+    """Whether ``owner`` can meld all of hand ``h``, worth ``need_value`` in credited cards."""
+    if prm[L.P_CAP]:
+        return capped._meld_all(row, prm, owner, h) and (
+            need_value <= 0 or capped._credited(h, credit) >= need_value)
+    return melds._meld_everything(row, prm, owner, h, credit, need_value)
+
+
+@njit(cache=True)
+def go_out_ok(row, prm):
+    """Whether the mover can still go out this turn (C28, C19, R4/P3, R5/P4, R8/P6)."""
+    if row[L.F_TURN_FLAGS] & L.TF_NO:
+        return False
+    p = row[L.F_CUR]
+    if row[prm[L.O_RESSTATE] + p] != L.RES_IN_HAND:
+        return False
+    owner = melds.owner_of(prm, p)
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
+    need_value = melds.go_out_value_needed(row, prm)
+    if not prm[L.P_GO_DISCARD] and _melds_entirely(row, prm, owner, h, credit, need_value):
+        return True
+    for d in range(C.NUM_KINDS):
+        if h[d] == 0 or (d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0):
+            continue
+        h[d] -= 1
+        old = credit[d]
+        credit[d] = min(old, h[d])
+        ok = _melds_entirely(row, prm, owner, h, credit, need_value)
+        h[d] += 1
+        credit[d] = old
+        if ok:
+            return True
+    return False
+
+
+@njit(cache=True)
+def turn_finishable(row, prm):
+    """C19a: whether the mover's turn can still be finished legally from this meld-phase state."""
+    if prm[L.P_CAP]:
+        return capped.discard_ok(row, prm, 2) or go_out_ok(row, prm)
+    return melds.discard_path_ok(row, prm, 2) or go_out_ok(row, prm)
