@@ -97,6 +97,9 @@ DISCARD = OFFSETS["DISCARD"]
 ASK_PARTNER = OFFSETS["ASK_PARTNER"]
 ANSWER_YES = OFFSETS["ANSWER_YES"]
 ANSWER_NO = OFFSETS["ANSWER_NO"]
+# a meld action with a two sits this far after the same action with a joker (NNJ/NN2, ADD_JOKER/ADD_TWO)
+TWO_FOR_JOKER = MELD_NN2 - MELD_NNJ
+assert ADD_TWO - ADD_JOKER == TWO_FOR_JOKER
 
 
 def _names() -> tuple[str, ...]:

@@ -237,6 +237,27 @@ def _wild_value(used, cj, ct):
     return j * C.CARD_VALUES[C.JOKER] + min(used - j, ct) * C.CARD_VALUES[C.TWO]
 
 
+# ``best_value``'s state besides the wilds used: cards kept (capped at 2) x a non-seven kept x the
+# canastas closed (bit 0: any, bit 1: sevens), flattened with the wilds used as ``_state`` says.
+KEPT_STATES, OTHER_STATES, CLOSED_STATES = 3, 2, 4
+STATES_PER_WILD = KEPT_STATES * OTHER_STATES * CLOSED_STATES
+
+
+@njit(cache=True, inline="always")
+def _state(w, kept, other, closed):
+    return ((w * KEPT_STATES + kept) * OTHER_STATES + other) * CLOSED_STATES + closed
+
+
+@njit(cache=True, inline="always")
+def _unstate(i):
+    """``(w, kept, other, closed)`` of a flat state index (``_state``'s inverse)."""
+    closed = i % CLOSED_STATES
+    i //= CLOSED_STATES
+    other = i % OTHER_STATES
+    i //= OTHER_STATES
+    return i // KEPT_STATES, i % KEPT_STATES, other, closed
+
+
 @njit(cache=True)
 def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     """Best credited value meldable from ``h`` that keeps at least ``keep`` cards (one of them not
@@ -245,12 +266,10 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
     may keep none (the foot then arrives, P3). ``NEG`` if no melding qualifies."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
     wilds = h[C.JOKER] + h[C.TWO]
-    # state: wilds used, kept cards (capped at 2), a non-seven kept, canastas closed (bit 0: any,
-    # bit 1: sevens)
-    cur = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
-    nxt = np.full((wilds + 1, 3, 2, 4), NEG, np.int64)
+    cur = np.full((wilds + 1) * STATES_PER_WILD, NEG, np.int64)
+    nxt = np.full((wilds + 1) * STATES_PER_WILD, NEG, np.int64)
     kept0 = h[C.BLACK_THREE]
-    cur[0, min(kept0, 2), 1 if kept0 > 0 else 0, 0] = 0
+    cur[_state(0, min(kept0, 2), 1 if kept0 > 0 else 0, 0)] = 0
     for s in range(C.NUM_RANK_SLOTS):
         k = s + C.FOUR
         c = h[k]
@@ -259,51 +278,49 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
         if c == 0 and n0 == 0:
             continue
         nxt[:] = NEG
-        for w in range(wilds + 1):
-            for kept in range(3):
-                for other in range(2):
-                    for closed in range(4):
-                        v0 = cur[w, kept, other, closed]
-                        if v0 == NEG:
-                            continue
-                        for a in range(c + 1):
-                            v = v0 + min(a, credit[k]) * C.CARD_VALUES[k]
-                            kk = min(2, kept + c - a)
-                            oo = other | (1 if (c - a > 0 and k != C.SEVEN) else 0)
-                            for b in range(wilds - w + 1):
-                                if a + b > 0 and n0 + a < 2 and n0 == 0:
-                                    break
-                                if slot_outcomes(prm, s, n0, w0, a, b) == 0:
-                                    continue
-                                shut = a + b > 0 and n0 + w0 + a + b >= C.CANASTA_SIZE
-                                cc = closed | ((3 if k == C.SEVEN else 1) if shut else 0)
-                                if v > nxt[w + b, kk, oo, cc]:
-                                    nxt[w + b, kk, oo, cc] = v
+        for i in range(cur.size):
+            v0 = cur[i]
+            if v0 == NEG:
+                continue
+            w, kept, other, closed = _unstate(i)
+            for a in range(c + 1):
+                v = v0 + min(a, credit[k]) * C.CARD_VALUES[k]
+                kk = min(2, kept + c - a)
+                oo = other | (1 if (c - a > 0 and k != C.SEVEN) else 0)
+                for b in range(wilds - w + 1):
+                    if a + b > 0 and n0 + a < 2 and n0 == 0:
+                        break
+                    if slot_outcomes(prm, s, n0, w0, a, b) == 0:
+                        continue
+                    shut = a + b > 0 and n0 + w0 + a + b >= C.CANASTA_SIZE
+                    cc = closed | ((3 if k == C.SEVEN else 1) if shut else 0)
+                    j = _state(w + b, kk, oo, cc)
+                    if v > nxt[j]:
+                        nxt[j] = v
         cur[:] = nxt
+    # the wild-only slot last: whatever wilds are left either join it or stay in hand
     cj = min(h[C.JOKER], credit[C.JOKER])
     ct = min(h[C.TWO], credit[C.TWO])
     w0 = row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT]
     best = NEG
-    for w in range(wilds + 1):
-        for kept in range(3):
-            for other in range(2):
-                for closed in range(4):
-                    v0 = cur[w, kept, other, closed]
-                    if v0 == NEG:
-                        continue
-                    for bw in range(wilds - w + 1):
-                        if slot_outcomes(prm, C.WILD_SLOT, 0, w0, 0, bw) == 0:
-                            continue
-                        left = wilds - w - bw
-                        kk = kept + left
-                        oo = other | (1 if left > 0 else 0)
-                        cc = closed | (1 if (bw > 0 and w0 + bw >= C.CANASTA_SIZE) else 0)
-                        ok = kk >= keep and (oo or not need_other or (lift and cc & 2))
-                        if not ok and not (foot and cc):
-                            continue
-                        v = v0 + _wild_value(w + bw, cj, ct)
-                        if v > best:
-                            best = v
+    for i in range(cur.size):
+        v0 = cur[i]
+        if v0 == NEG:
+            continue
+        w, kept, other, closed = _unstate(i)
+        for bw in range(wilds - w + 1):
+            if slot_outcomes(prm, C.WILD_SLOT, 0, w0, 0, bw) == 0:
+                continue
+            left = wilds - w - bw
+            kk = kept + left
+            oo = other | (1 if left > 0 else 0)
+            cc = closed | (1 if (bw > 0 and w0 + bw >= C.CANASTA_SIZE) else 0)
+            ok = kk >= keep and (oo or not need_other or (lift and cc & 2))
+            if not ok and not (foot and cc):
+                continue
+            v = v0 + _wild_value(w + bw, cj, ct)
+            if v > best:
+                best = v
     return best
 
 

@@ -187,44 +187,39 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
     spare_other = spare + 1  # cards beyond one discardable card
     if easy and not final and capped.sevens_blocked(row, prm):
         spare_other = total - row[hand + C.SEVEN] - 1
-    for s in range(C.NUM_RANK_SLOTS):
-        c = row[hand + s + C.FOUR]
-        n0 = row[mnat + s]
-        sv = 1 if s + C.FOUR == C.SEVEN else 0  # sevens used per natural
-        if n0 == 0:
-            if c >= 3:
-                _capped_consider(row, prm, mask, scratch, A.MELD_NNN + s, final, spare,
-                                 spare_other, 3, 3 * sv)
-            if c >= 2 and not sv and wild_room(prm, 2, 0) >= 1:
-                if jokers:
-                    _capped_consider(row, prm, mask, scratch, A.MELD_NNJ + s, final, spare,
-                                     spare_other, 3, 0)
-                if twos:
-                    _capped_consider(row, prm, mask, scratch, A.MELD_NN2 + s, final, spare,
-                                     spare_other, 3, 0)
+    for s in range(C.WILD_SLOT + 1):
+        wild_action, used = -1, 1  # the joker version of this slot's wild meld, if it has one
+        if s == C.WILD_SLOT:
+            if row[mjok + s] + row[mtwo + s] == 0:
+                for j in range(4):
+                    if jokers >= j and twos >= 3 - j:
+                        _capped_consider(row, prm, mask, scratch, A.MELD_WILD + j, final, spare,
+                                         spare_other, 3, 0)
+            else:
+                wild_action = A.ADD_JOKER + s
         else:
-            if c >= 1:
-                _capped_consider(row, prm, mask, scratch, A.ADD_NATURAL + s, final, spare,
-                                 spare_other, 1, sv)
-            if not sv and wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
-                if jokers:
-                    _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + s, final, spare,
-                                     spare_other, 1, 0)
-                if twos:
-                    _capped_consider(row, prm, mask, scratch, A.ADD_TWO + s, final, spare,
-                                     spare_other, 1, 0)
-    if row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT] == 0:
-        for j in range(4):
-            if jokers >= j and twos >= 3 - j:
-                _capped_consider(row, prm, mask, scratch, A.MELD_WILD + j, final, spare,
-                                 spare_other, 3, 0)
-    else:
-        if jokers:
-            _capped_consider(row, prm, mask, scratch, A.ADD_JOKER + C.WILD_SLOT, final, spare,
-                             spare_other, 1, 0)
-        if twos:
-            _capped_consider(row, prm, mask, scratch, A.ADD_TWO + C.WILD_SLOT, final, spare,
-                             spare_other, 1, 0)
+            c = row[hand + s + C.FOUR]
+            n0 = row[mnat + s]
+            sv = 1 if s + C.FOUR == C.SEVEN else 0  # sevens used per natural
+            if n0 == 0:
+                if c >= 3:
+                    _capped_consider(row, prm, mask, scratch, A.MELD_NNN + s, final, spare,
+                                     spare_other, 3, 3 * sv)
+                if c >= 2 and not sv and wild_room(prm, 2, 0) >= 1:
+                    wild_action, used = A.MELD_NNJ + s, 3
+            else:
+                if c >= 1:
+                    _capped_consider(row, prm, mask, scratch, A.ADD_NATURAL + s, final, spare,
+                                     spare_other, 1, sv)
+                if not sv and wild_room(prm, n0, row[mjok + s] + row[mtwo + s]) >= 1:
+                    wild_action = A.ADD_JOKER + s
+        if wild_action >= 0:
+            if jokers:
+                _capped_consider(row, prm, mask, scratch, wild_action, final, spare, spare_other,
+                                 used, 0)
+            if twos:
+                _capped_consider(row, prm, mask, scratch, wild_action + A.TWO_FOR_JOKER, final, spare,
+                                 spare_other, used, 0)
     if final:
         return
     b3 = row[hand + C.BLACK_THREE]
