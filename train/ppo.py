@@ -88,6 +88,9 @@ class TrainArgs:
                            "(+1/0/-1 per hand: trains for the win rate, not the points)")
     engine_threads: int = opt(1, "algo ppo: threads the engine splits the envs' batch over; more than 1 "
                               "pays on machines with cores to spare beside the learner")
+    update_threads: int = opt(0, "algo ppo: threads that share each minibatch's gradient, one torch "
+                              "thread each (the same weights whatever the timing); 0: the CPU's cores "
+                              "up to 2, 1 on CUDA")
 
 
 def read_options(config: str | None, overrides: dict[str, Any], where: str | None = None) -> dict[str, Any]:
@@ -138,7 +141,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
-    "engine_threads": (1, 1024),
+    "engine_threads": (1, 1024), "update_threads": (0, 1024),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -442,6 +445,11 @@ def _check_cpus(args: TrainArgs) -> None:
                          "CPUs of this machine")
     if args.engine_threads > 1 and args.algo != "ppo":
         raise ValueError("training option engine_threads applies to algo 'ppo' (the lean trainer) only")
+    if args.update_threads > 1 and args.algo != "ppo":
+        raise ValueError("training option update_threads applies to algo 'ppo' (the lean trainer) only")
+    if args.update_threads > cpus:
+        raise ValueError(f"training option update_threads = {args.update_threads} exceeds the {cpus} "
+                         "CPUs of this machine")
     if args.engine_threads > cpus:
         raise ValueError(f"training option engine_threads = {args.engine_threads} exceeds the {cpus} "
                          "CPUs of this machine")

@@ -124,7 +124,7 @@ def test_resume_continues_weights_and_counters(tmp_path: Path) -> None:
 @pytest.mark.parametrize("field, value, words", [
     ("algo", "a2c", "algo"), ("device", "tpu", "device"), ("precision", "fp16", "precision"),
     ("max_grad_norm", 0.0, "max_grad_norm"), ("vf_coef", -1.0, "vf_coef"),
-    ("reward_mode", "points", "reward_mode")])
+    ("reward_mode", "points", "reward_mode"), ("update_threads", -1, "update_threads")])
 def test_bad_options_are_refused_in_one_line(field: str, value: object, words: str) -> None:
     with pytest.raises(ValueError) as info:
         ppo.load_args(None, {field: value})
@@ -166,6 +166,43 @@ def test_auto_precision_follows_the_hardware() -> None:
     cpu = torch.device("cpu")
     assert resolve_precision("auto", cpu) == ("bf16" if fast_bf16(cpu) else "fp32")
     assert resolve_precision("fp32", cpu) == "fp32"
+
+
+def test_sharded_gradients_are_the_minibatch_gradient() -> None:
+    """``update_threads``: the shards' gradients, summed in shard order, are the one-thread gradient
+    up to rounding, and the same bits whether the shards run on threads or one after another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from train.lean_ppo import LeanPPO
+
+    def grads(model: LeanPPO, pool: ThreadPoolExecutor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
+        gen = torch.Generator().manual_seed(5)
+        n = 300
+        masks = torch.rand(n, model.num_actions, generator=gen) < 0.3
+        masks[:, 0] = True
+        actions = torch.multinomial(masks.float(), 1, generator=gen).squeeze(1)
+        rows = (torch.rand(n, model.obs_dim, generator=gen), masks, actions,
+                -torch.rand(n, generator=gen), torch.randn(n, generator=gen), torch.randn(n, generator=gen))
+        model._update_pool = pool
+        stats = model.gradients(*rows)
+        return [p.grad.clone() for p in model.policy.parameters()], stats
+
+    def model(threads: int) -> LeanPPO:
+        torch.manual_seed(0)
+        args = ppo.TrainArgs(num_envs=2, n_steps=2, net_arch=[32], algo="ppo", device="cpu",
+                             precision="fp32", update_threads=threads)
+        return LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
+
+    whole, whole_stats = grads(model(1), None)
+    with ThreadPoolExecutor(2) as pool:
+        threaded, threaded_stats = grads(model(3), pool)
+    inline, inline_stats = grads(model(3), None)
+    assert all(torch.equal(a, b) for a, b in zip(threaded, inline, strict=True))
+    assert torch.equal(threaded_stats, inline_stats)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole, threaded, strict=True))
+    assert torch.allclose(whole_stats, threaded_stats, atol=1e-6)
+    # the shards really were summed, not the whole minibatch taken at once
+    assert any(not torch.equal(a, b) for a, b in zip(whole, threaded, strict=True))
 
 
 def test_gae_matches_a_hand_computation() -> None:
