@@ -14,19 +14,12 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.engine.layout import (
-    P_DECK,
-    P_JOKERS,
-    P_MTAB_MIN,
-    P_MTAB_N,
     P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
-    P_PACKS,
-    P_TARGET,
-    deck_counts,
     pack_params,
 )
-from canasta_env.engine.observation import obs_dim, pieces
+from canasta_env.engine.observation import divisors, obs_dim, pieces
 from canasta_env.rules import RuleSet, load_rules
 
 # order of the piece offsets handed to the kernels (``ObsDecoder.offsets``)
@@ -48,38 +41,15 @@ class ObsDecoder:
         self.num_sides = int(p[P_NSIDES])
         self.num_owners = int(p[P_NOWNERS])  # rows of the melds piece (G2: one per player)
         self.obs_dim = obs_dim(p)
-        maxk = float(deck_counts(p).max())
-        deck = float(p[P_DECK])
-        jokers = float(max(int(p[P_JOKERS]), 1))
-        top_min = float(max(int(p[P_MTAB_MIN + p[P_MTAB_N] - 1]), 1))
-        per_piece: dict[str, npt.NDArray[np.float32]] = {}
         starts: dict[str, int] = {}
         pos = 0
         for piece in pieces(p):
-            size = int(np.prod(piece.shape))
             starts[piece.name] = pos
-            pos += size
-            s = np.ones(size, np.float32)
-            if piece.name in ("hand", "known", "pile_counts"):
-                s[:] = maxk
-            elif piece.name in ("hand_sizes", "pile_size", "stock_size"):
-                s[:] = deck
-            elif piece.name == "red_threes":
-                s[:] = 2 * int(p[P_PACKS])
-            elif piece.name == "melds":
-                s = np.tile(np.array([maxk, jokers, maxk], np.float32), size // 3)
-            elif piece.name == "scores":
-                s[:] = float(p[P_TARGET])
-            elif piece.name == "minimums":
-                s[:] = top_min
-            elif piece.name == "turn":
-                s[0] = 100.0  # value melded this turn, percent of the minimum
-                s[2] = 0.0  # credit left: not used
-            per_piece[piece.name] = s
+            pos += int(np.prod(piece.shape))
         missing = [name for name in PIECE_ORDER if name not in starts]
         if missing or pos != self.obs_dim:
             raise ValueError(f"observation layout changed: missing pieces {missing}")
-        self.scale = np.concatenate([per_piece[piece.name] for piece in pieces(p)]).astype(np.float32)
+        self.scale = divisors(p)
         self.offsets = np.array([starts[name] for name in PIECE_ORDER], dtype=np.int64)
 
     def decode(self, observations: npt.ArrayLike) -> npt.NDArray[np.int32]:

@@ -100,10 +100,11 @@ def fast_bf16(device: torch.device) -> bool:
 
 
 def resolve_update_threads(n: int, device: torch.device) -> int:
-    """``update_threads``; 0 (auto) is 1 on a GPU and the CPU's cores up to 2 on the CPU. Two shard
-    threads halve a minibatch's time on an idle 2-core machine (measured: [256, 256] MLP,
-    minibatch 2048, 64 ms on one thread and 32 ms on two), and while the collector runs the three
-    threads share the two cores without spinning, unlike a second torch (OpenMP) thread."""
+    """``update_threads``; 0 (auto) is 1 on a GPU and the CPU's cores up to 2 on the CPU. Two
+    shard threads nearly halve a minibatch's gradient on an idle 2-core machine
+    (``scripts/bench_update.py``: [256, 256] MLP, minibatch 2048, 56 ms on one thread, 33 ms on
+    two), and while the collector runs the three threads share the two cores without spinning,
+    unlike a second torch (OpenMP) thread."""
     if n:
         return n
     return 1 if device.type == "cuda" else min(2, os.cpu_count() or 1)

@@ -1,9 +1,11 @@
 """Observations: what one player may know, as a flat float32 vector relative to that player.
 
-Every piece is declared once in ``pieces(params)`` as ``(name, shape, low, high, scale)``; the
-kernel writes the pieces in that order. Seats are relative (own seat first, then the others in turn
-order from the next player) and sides likewise (own side first), so one policy can play any seat.
-Never included: the stock order, other players' unknown cards.
+Every piece is declared once in ``pieces(params)`` as ``(name, shape, low, high, scale, divisor)``;
+the kernel writes the pieces in that order, and ``divisors`` turns the declared divisors into the
+vector that undoes the scaling (``agents._obs.ObsDecoder``; tested against the kernel). Seats are
+relative (own seat first, then the others in turn order from the next player) and sides likewise
+(own side first), so one policy can play any seat. Never included: the stock order, other players'
+unknown cards.
 """
 
 from __future__ import annotations
@@ -33,42 +35,61 @@ class Piece(NamedTuple):
     low: float
     high: float
     scale: str  # what a stored 1.0 means
+    # stored value x divisor = the integer it encodes (cards, points, percent); tiled over the
+    # piece's elements; 0: not an integer (e.g. a credit share)
+    divisor: tuple[float, ...] = (1.0,)
 
 
 def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
     n, s, o = int(params[L.P_NPLAYERS]), int(params[L.P_NSIDES]), int(params[L.P_NOWNERS])
+    maxk = float(max(int(L.deck_counts(params).max()), 1))  # the kernel's row[F_MAX_KIND]
+    deck = float(params[L.P_DECK])
+    jokers = float(max(int(params[L.P_JOKERS]), 1))
+    top_min = float(max(int(params[L.P_MTAB_MIN + max(int(params[L.P_MTAB_N]) - 1, 0)]), 1))
     variant = [
         Piece("closed_canastas", (o, L.NUM_CANASTA_KINDS), 0, 1,
-              "closed canastas per owner (own first): natural, mixed, wild, sevens / 8, clipped"),
+              "closed canastas per owner (own first): natural, mixed, wild, sevens / 8, clipped", (8.0,)),
         Piece("reserves", (n, 2), 0, 1,
               "kitty/foot cards not in hand / reserve size; shown (joins after the discard), "
-              "own seat first"),
+              "own seat first", (float(max(int(params[L.P_RES_SIZE]), 1)), 1.0)),
         Piece("sevens_blocked", (1,), 0, 1, "no seven may be discarded yet (R5, P4)"),
     ] if params[L.P_CAP] else []
     return [
-        Piece("hand", (C.NUM_KINDS,), 0, 1, "count / deck count of the kind"),
-        Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first"),
-        Piece("known", (n - 1, C.NUM_KINDS), 0, 1, "cards others are known to hold / deck count"),
-        Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first"),
+        Piece("hand", (C.NUM_KINDS,), 0, 1, "count / deck count of the kind", (maxk,)),
+        Piece("hand_sizes", (n,), 0, 1, "cards / deck size, own seat first", (deck,)),
+        Piece("known", (n - 1, C.NUM_KINDS), 0, 1, "cards others are known to hold / deck count", (maxk,)),
+        Piece("red_threes", (s,), 0, 1, "red threes / deck's red threes, own side first",
+              (2.0 * int(params[L.P_PACKS]),)),
         Piece("melds", (o, C.NUM_SLOTS, 3), 0, 1, "naturals, jokers, twos per slot / deck count" + (
-            "" if o == s else "; per player, own seat first (players own their melds, G2)")),
+            "" if o == s else "; per player, own seat first (players own their melds, G2)"),
+            (maxk, jokers, maxk)),
         Piece("opened", (s,), 0, 1, "side has opened"),
-        Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped"),
-        Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum"),
+        Piece("scores", (s,), -SCORE_CLIP, SCORE_CLIP, "cumulative score / target, clipped",
+              (float(params[L.P_TARGET]),)),
+        Piece("minimums", (s,), 0, 1, "initial-meld minimum / largest minimum", (top_min,)),
         Piece("pile_top", (C.NUM_KINDS + 1,), 0, 1, "one-hot kind of the top card, last = empty pile"),
-        Piece("pile_counts", (C.NUM_KINDS,), 0, 1, "cards in the pile / deck count"),
-        Piece("pile_size", (1,), 0, 1, "cards / deck size"),
+        Piece("pile_counts", (C.NUM_KINDS,), 0, 1, "cards in the pile / deck count", (maxk,)),
+        Piece("pile_size", (1,), 0, 1, "cards / deck size", (deck,)),
         Piece("pile_frozen", (2,), 0, 1, "frozen for all (wild inside); frozen for own side"),
-        Piece("stock_size", (1,), 0, 1, "cards / deck size"),
+        Piece("stock_size", (1,), 0, 1, "cards / deck size", (deck,)),
         Piece("to_move", (n,), 0, 1, "one-hot seat to move, relative"),
         Piece("dealer", (n,), 0, 1, "one-hot dealer, relative"),
         Piece("phase", (NUM_PHASES,), 0, 1, "one-hot turn phase (layout.PHASE_NAMES)"),
         Piece("turn", (3 + NUM_TURN_FLAGS,), 0, 1,
               "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
-              "yes, no"),
+              "yes, no", (100.0, 1.0, 0.0) + (1.0,) * NUM_TURN_FLAGS),  # value melded in percent
         Piece("new_this_turn", (C.NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
     ] + variant
+
+
+def divisors(params: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
+    """``(D,)``: each element's declared divisor (``Piece.divisor`` tiled over the piece)."""
+    parts = []
+    for p in pieces(params):
+        size = int(np.prod(p.shape))
+        parts.append(np.resize(np.asarray(p.divisor, np.float32), size))
+    return np.concatenate(parts)
 
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
@@ -107,7 +128,7 @@ def views(obs: npt.NDArray[np.float32], params: npt.NDArray[np.int32]) -> dict[s
 
 def layout_hash(params: npt.NDArray[np.int32]) -> str:
     """Hash of the declared pieces and of the action layout (stored with checkpoints)."""
-    text = repr([tuple(p) for p in pieces(params)]) + repr(ACTION_NAMES)
+    text = repr([tuple(p)[:5] for p in pieces(params)]) + repr(ACTION_NAMES)  # divisors follow from these
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -218,11 +239,12 @@ def observe_kernel(data, prm, rows, players, out):
 
 def describe(params: npt.NDArray[np.int32]) -> str:
     """Markdown table of the pieces with their offsets (docs/observation.md is generated from it)."""
-    lines = ["| offset | piece | shape | range | meaning |", "|---|---|---|---|---|"]
+    lines = ["| offset | piece | shape | range | meaning | x divisor |", "|---|---|---|---|---|---|"]
     pos = 0
     for p in pieces(params):
         size = int(np.prod(p.shape))
+        times = ", ".join(f"{d:g}" for d in p.divisor)
         lines.append(f"| {pos}-{pos + size - 1} | `{p.name}` | {p.shape} | [{p.low:g}, {p.high:g}] "
-                     f"| {p.scale} |")
+                     f"| {p.scale} | {times} |")
         pos += size
     return "\n".join(lines) + f"\n\nD = {pos}, layout_hash `{layout_hash(params)}`\n"

@@ -24,7 +24,7 @@ from canasta_env.engine import (
 from canasta_env.engine.actions import decode, encode
 from canasta_env.engine.cards import RED_THREE
 from canasta_env.engine.layout import O_STOCK
-from canasta_env.engine.observation import bounds, layout_hash, obs_dim, pieces, views
+from canasta_env.engine.observation import bounds, divisors, layout_hash, obs_dim, pieces, views
 from canasta_env.engine.render import render
 from canasta_env.policy import RandomAgent
 from canasta_env.rules import preset_names
@@ -189,6 +189,35 @@ def test_observation_views_and_layout_hash() -> None:
     assert v["phase"][0, 0] == 1.0
     assert layout_hash(state.params) == layout_hash(init("classic_4p", 1).params)
     assert layout_hash(state.params) != layout_hash(init("classic_2p", 1).params)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_declared_divisors_undo_the_kernels_scaling(preset: str) -> None:
+    """``Piece.divisor`` is the one declaration of the scales: stored value x divisor is an integer
+    for every element that declares one (the percent of the minimum melded aside, which rounds),
+    and the decoded hand, own melds and own closed canastas are the state's."""
+    state = init(preset, 32, seed=4)
+    div = divisors(state.params).astype(np.float64)
+    assert div.shape == (obs_dim(state.params),)
+    names = [p.name for p in pieces(state.params)]
+    sizes = [int(np.prod(p.shape)) for p in pieces(state.params)]
+    exact = div > 0
+    exact[sum(sizes[:names.index("turn")])] = False  # the percent of the minimum melded, rounded
+    for _ in range(150):
+        me = state.current_player.copy()
+        obs = observe(state, me).astype(np.float64)
+        scaled = obs * div
+        assert np.abs(scaled - np.rint(scaled))[:, exact].max() < 1e-3
+        v = views(np.rint(scaled), state.params)
+        rows = np.arange(state.num_games)
+        own = me % state.num_owners
+        assert np.array_equal(v["hand"], state.hands[rows, me])
+        assert np.array_equal(v["melds"][:, 0, :, 0], state.meld_naturals[rows, own])
+        assert np.array_equal(v["melds"][:, 0, :, 1], state.meld_jokers[rows, own])
+        if "closed_canastas" in v:
+            assert np.array_equal(v["closed_canastas"][:, 0], np.minimum(state.closed_canastas[rows, own], 8))
+        result = step(state, keyed_actions(state.data, state.legal_action_mask, 3, True))
+        reset_rows(state, np.flatnonzero(result.terminated | result.truncated))
 
 
 def test_render_hides_hidden_cards() -> None:
