@@ -8,7 +8,7 @@ a small exact dynamic programme over the meld slots, with the wilds used so far 
 * ``discard_ok``: can the mover meld enough for the minimum and still end the turn by a discard
   (keeping a discardable card while sevens may not be discarded), by the C27a end, or (P3) by a
   play that completes a canasta and brings the foot?
-* ``_meld_all``: can the whole hand be melded so that the owner then holds every canasta kind
+* ``meld_all``: can the whole hand be melded so that the owner then holds every canasta kind
   (``going_out.py`` tries each final discard around it)?
 
 ``slot_outcomes`` says, for one slot, which canasta kinds adding ``a`` naturals and ``b`` wilds can
@@ -27,7 +27,7 @@ from numba import njit
 
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
-from canasta_env.engine.melds import NEG, go_out_value_needed, minimum_shortfall, owner_of
+from canasta_env.engine.melds import NEG, credited_value, go_out_value_needed, minimum_shortfall, owner_of
 
 ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens canasta closed (R8, P6)
 
@@ -146,7 +146,7 @@ def _last_without_sevens(row, prm, player):
 
 
 @njit(cache=True)
-def _meld_all(row, prm, owner, h):
+def meld_all(row, prm, owner, h):
     """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
     b3 = h[C.BLACK_THREE]
@@ -205,14 +205,6 @@ def _meld_all(row, prm, owner, h):
 
 
 @njit(cache=True)
-def _credited(h, credit):
-    v = 0
-    for k in range(C.NUM_KINDS):
-        v += min(h[k], credit[k]) * C.CARD_VALUES[k]
-    return v
-
-
-@njit(cache=True)
 def discard_ok_after(row, prm, d):
     """Whether the mover, holding one card, may discard kind ``d`` to go out."""
     p = row[L.F_CUR]
@@ -224,8 +216,8 @@ def discard_ok_after(row, prm, d):
     credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
     h[d] -= 1
     need_value = go_out_value_needed(row, prm)
-    ok = _meld_all(row, prm, owner_of(prm, p), h) and (
-        need_value <= 0 or _credited(h, credit) >= need_value)
+    ok = meld_all(row, prm, owner_of(prm, p), h) and (
+        need_value <= 0 or credited_value(h, credit) >= need_value)
     h[d] += 1
     return ok
 

@@ -14,9 +14,9 @@ from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
 from canasta_env.engine.going_out import go_out_ok, turn_finishable
 from canasta_env.engine.melds import (
-    _meld_everything,
     discard_path_ok,
     go_out_value_needed,
+    meld_everything,
     minimum_shortfall,
     owner_of,
     side_of,
@@ -352,7 +352,7 @@ def _discards(row, prm, mask):
             credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
             h[k] -= 1
             need = go_out_value_needed(row, prm)
-            mask[A.DISCARD + k] = _meld_everything(row, prm, owner, h, credit, need)
+            mask[A.DISCARD + k] = meld_everything(row, prm, owner, h, credit, need)
             h[k] += 1
 
 

@@ -3,7 +3,7 @@
 The mask asks one question of every candidate action: can the turn still be finished legally from
 the state the action leaves (C19a)? A turn finishes either with a discard, keeping at least one card
 and reaching the minimum if the side has not opened (``discard_path_ok``), or by going out
-(``going_out.py``, around ``_meld_everything``). Both are answered exactly and without search:
+(``going_out.py``, around ``meld_everything``). Both are answered exactly and without search:
 
 * Every meld on the table is valid after every action (see ``actions.py``), so only the minimum,
   the cards left in hand and the canastas needed to go out remain open questions.
@@ -186,7 +186,7 @@ def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
 
 
 @njit(cache=True)
-def _meld_everything(row, prm, owner, h, credit, need_value):
+def meld_everything(row, prm, owner, h, credit, need_value):
     """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
     pairs = 0
@@ -218,13 +218,17 @@ def _meld_everything(row, prm, owner, h, credit, need_value):
     need = prm[L.P_GO_REQ] - canastas
     if need > 0 and not _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
         return False
-    if need_value > 0:
-        v = 0
-        for k in range(C.NUM_KINDS):
-            v += min(h[k], credit[k]) * C.CARD_VALUES[k]
-        if v < need_value:
-            return False
-    return True
+    return need_value <= 0 or credited_value(h, credit) >= need_value
+
+
+@njit(cache=True)
+def credited_value(h, credit):
+    """Point value of the cards of ``h`` whose melding counts toward the initial-meld minimum: at
+    most ``credit[k]`` cards of kind k (the row's credit block, C17)."""
+    v = 0
+    for k in range(C.NUM_KINDS):
+        v += min(h[k], credit[k]) * C.CARD_VALUES[k]
+    return v
 
 
 @njit(cache=True)
