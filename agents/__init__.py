@@ -51,6 +51,10 @@ def agent_names() -> tuple[str, ...]:
 
 def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     """An agent by registered name for a rules preset (a name, a YAML path or a ``RuleSet``)."""
+    if not isinstance(name, str) or not name.strip():
+        what = "is empty" if isinstance(name, str) else "is not a string"
+        raise ValueError(f"agent name {short_repr(name)} {what}; name one of: {', '.join(_REGISTRY)}, "
+                         "a checkpoint, zoo:NAME, module:attribute or an entry point")
     if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.zoo)
         from agents.zoo import zoo_path
 

@@ -61,6 +61,14 @@ def test_registry():
         register_agent("greedy", lambda rules: GreedyAgent(rules))
 
 
+@pytest.mark.parametrize("name, words", [("", "is empty"), ("  ", "is empty"), (None, "is not a string")])
+def test_an_empty_agent_name_is_named_as_such(name: object, words: str) -> None:
+    """Not read as the current directory (a checkpoint path) or looked up as a module."""
+    with pytest.raises(ValueError, match=words) as info:
+        make_agent(name, "classic_2p")  # type: ignore[arg-type]
+    assert "random" in str(info.value) and "\n" not in str(info.value)
+
+
 def test_agent_refuses_other_table_size():
     obs = np.zeros((2, 219), np.float32)  # a classic_4p observation
     with pytest.raises(ValueError, match="expected observations"):
