@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=50)
     parser.add_argument("--json", action="store_true", help="accepted for clarity; the output is JSON")
     ns = parser.parse_args(argv)
+    if min(ns.threads) < 1 or ns.repeats < 1:
+        parser.error(f"--threads {ns.threads} and --repeats {ns.repeats} must be at least 1")
 
     import torch
 
