@@ -19,7 +19,7 @@ from canasta_env.engine.layout import (
     P_NSIDES,
     pack_params,
 )
-from canasta_env.engine.observation import divisors, obs_dim, pieces
+from canasta_env.engine.observation import divisors, obs_dim, spans
 from canasta_env.rules import RuleSet, load_rules
 
 # order of the piece offsets handed to the kernels (``ObsDecoder.offsets``)
@@ -41,13 +41,9 @@ class ObsDecoder:
         self.num_sides = int(p[P_NSIDES])
         self.num_owners = int(p[P_NOWNERS])  # rows of the melds piece (G2: one per player)
         self.obs_dim = obs_dim(p)
-        starts: dict[str, int] = {}
-        pos = 0
-        for piece in pieces(p):
-            starts[piece.name] = pos
-            pos += int(np.prod(piece.shape))
+        starts = {piece.name: start for piece, start, _ in spans(p)}
         missing = [name for name in PIECE_ORDER if name not in starts]
-        if missing or pos != self.obs_dim:
+        if missing:
             raise ValueError(f"observation layout changed: missing pieces {missing}")
         self.scale = divisors(p)
         self.offsets = np.array([starts[name] for name in PIECE_ORDER], dtype=np.int64)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 
@@ -30,15 +29,13 @@ def gradient_ms(model: Any, threads: int, repeats: int) -> float:
             torch.multinomial(masks.float(), 1, generator=gen).squeeze(1),
             -torch.rand(n, generator=gen), torch.randn(n, generator=gen), torch.randn(n, generator=gen))
     model.update_threads = threads
-    with ThreadPoolExecutor(max(threads - 1, 1)) as pool:
-        model._update_pool = pool if threads > 1 else None
+    with model.shard_threads():
         for _ in range(3):
             model.gradients(*rows)
         start = time.perf_counter()
         for _ in range(repeats):
             model.gradients(*rows)
-        model._update_pool = None
-    return (time.perf_counter() - start) / repeats * 1e3
+        return (time.perf_counter() - start) / repeats * 1e3
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -175,7 +175,7 @@ class LeanPPO:
         self.policy = build_policy(obs_space, act_space, args, self.device)
         self._params = list(self.policy.parameters())
         self.update_threads = resolve_update_threads(args.update_threads, self.device)
-        self._update_pool: ThreadPoolExecutor | None = None  # the shard threads, while ``learn`` runs
+        self._update_pool: ThreadPoolExecutor | None = None  # the shard threads (``shard_threads``)
         self.actor = copy.deepcopy(self.policy)  # the collector's weights (refreshed after each update)
         self.actor.set_training_mode(False)
         for p in self.actor.parameters():
@@ -398,11 +398,20 @@ class LeanPPO:
         """Collect and update until ``num_timesteps`` reaches ``total_timesteps`` (whole rollouts);
         ``on_sync(self)`` runs after every update while no collection is in flight, and returning
         ``False`` ends training there (a rollout collected meanwhile is dropped)."""
-        with (bf16_matmuls(self.precision == "bf16" and self.device.type == "cpu"),
-              ThreadPoolExecutor(self.update_threads - 1 or 1, thread_name_prefix="update") as pool):
-            self._update_pool = pool if self.update_threads > 1 else None
+        with bf16_matmuls(self.precision == "bf16" and self.device.type == "cpu"), self.shard_threads():
+            self._learn(total_timesteps, on_sync)
+
+    @contextmanager
+    def shard_threads(self) -> Iterator[None]:
+        """While open, ``gradients`` computes its shards on threads (``learn`` opens it; outside,
+        the shards run one after another, with the same result)."""
+        if self.update_threads == 1:
+            yield
+            return
+        with ThreadPoolExecutor(self.update_threads - 1, thread_name_prefix="update") as pool:
+            self._update_pool = pool
             try:
-                self._learn(total_timesteps, on_sync)
+                yield
             finally:
                 self._update_pool = None
 

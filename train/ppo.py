@@ -435,7 +435,7 @@ def _check_rollout_memory(args: TrainArgs, rules: Any) -> None:
 
 
 def _check_cpus(args: TrainArgs) -> None:
-    """Refuse more teacher processes or engine threads than CPUs: each teacher loads the engine and
+    """Refuse more teacher processes, engine or update threads than CPUs: each teacher loads the engine and
     torch, so a typo would otherwise start hundreds of them and run the machine out of memory."""
     import os
 
@@ -443,16 +443,12 @@ def _check_cpus(args: TrainArgs) -> None:
     if args.imitate is not None and args.imitate_workers > cpus:
         raise ValueError(f"training option imitate_workers = {args.imitate_workers} exceeds the {cpus} "
                          "CPUs of this machine")
-    if args.engine_threads > 1 and args.algo != "ppo":
-        raise ValueError("training option engine_threads applies to algo 'ppo' (the lean trainer) only")
-    if args.update_threads > 1 and args.algo != "ppo":
-        raise ValueError("training option update_threads applies to algo 'ppo' (the lean trainer) only")
-    if args.update_threads > cpus:
-        raise ValueError(f"training option update_threads = {args.update_threads} exceeds the {cpus} "
-                         "CPUs of this machine")
-    if args.engine_threads > cpus:
-        raise ValueError(f"training option engine_threads = {args.engine_threads} exceeds the {cpus} "
-                         "CPUs of this machine")
+    for name in ("engine_threads", "update_threads"):
+        threads = getattr(args, name)
+        if threads > 1 and args.algo != "ppo":
+            raise ValueError(f"training option {name} applies to algo 'ppo' (the lean trainer) only")
+        if threads > cpus:
+            raise ValueError(f"training option {name} = {threads} exceeds the {cpus} CPUs of this machine")
 
 
 def _logger(run: Path) -> Any:

@@ -9,7 +9,8 @@ a small exact dynamic programme over the meld slots, with the wilds used so far 
   (keeping a discardable card while sevens may not be discarded), by the C27a end, or (P3) by a
   play that completes a canasta and brings the foot?
 * ``meld_all``: can the whole hand be melded so that the owner then holds every canasta kind
-  (``going_out.py`` tries each final discard around it)?
+  (``meld_everything`` adds the minimum's value; ``going_out.py`` tries each final discard around
+  it)?
 
 ``slot_outcomes`` says, for one slot, which canasta kinds adding ``a`` naturals and ``b`` wilds can
 close; it is the only place that knows how a rank's cards split into capped melds.
@@ -216,10 +217,16 @@ def discard_ok_after(row, prm, d):
     credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
     h[d] -= 1
     need_value = go_out_value_needed(row, prm)
-    ok = meld_all(row, prm, owner_of(prm, p), h) and (
-        need_value <= 0 or credited_value(h, credit) >= need_value)
+    ok = meld_everything(row, prm, owner_of(prm, p), h, credit, need_value)
     h[d] += 1
     return ok
+
+
+@njit(cache=True)
+def meld_everything(row, prm, owner, h, credit, need_value):
+    """``melds.meld_everything`` under the cap: ``meld_all``, with credited cards worth
+    ``need_value``."""
+    return meld_all(row, prm, owner, h) and (need_value <= 0 or credited_value(h, credit) >= need_value)
 
 
 @njit(cache=True)

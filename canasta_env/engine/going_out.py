@@ -20,8 +20,7 @@ from canasta_env.engine import layout as L
 def _melds_entirely(row, prm, owner, h, credit, need_value):
     """Whether ``owner`` can meld all of hand ``h``, worth ``need_value`` in credited cards."""
     if prm[L.P_CAP]:
-        return capped.meld_all(row, prm, owner, h) and (
-            need_value <= 0 or melds.credited_value(h, credit) >= need_value)
+        return capped.meld_everything(row, prm, owner, h, credit, need_value)
     return melds.meld_everything(row, prm, owner, h, credit, need_value)
 
 

@@ -83,13 +83,20 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     ] + variant
 
 
-def divisors(params: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
-    """``(D,)``: each element's declared divisor (``Piece.divisor`` tiled over the piece)."""
-    parts = []
+def spans(params: npt.NDArray[np.int32]) -> list[tuple[Piece, int, int]]:
+    """Each piece with its start and size in the observation vector."""
+    out, pos = [], 0
     for p in pieces(params):
         size = int(np.prod(p.shape))
-        parts.append(np.resize(np.asarray(p.divisor, np.float32), size))
-    return np.concatenate(parts)
+        out.append((p, pos, size))
+        pos += size
+    return out
+
+
+def divisors(params: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
+    """``(D,)``: each element's declared divisor (``Piece.divisor`` tiled over the piece)."""
+    return np.concatenate([np.resize(np.asarray(p.divisor, np.float32), size)
+                           for p, _, size in spans(params)])
 
 
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
@@ -108,22 +115,15 @@ def _obs_dim(num_players: int, num_sides: int, num_owners: int, cap: int) -> int
 
 def bounds(params: npt.NDArray[np.int32]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Elementwise low and high of the observation Box."""
-    lows, highs = [], []
-    for p in pieces(params):
-        size = int(np.prod(p.shape))
-        lows.append(np.full(size, p.low, np.float32))
-        highs.append(np.full(size, p.high, np.float32))
-    return np.concatenate(lows), np.concatenate(highs)
+    parts = spans(params)
+    return (np.concatenate([np.full(size, p.low, np.float32) for p, _, size in parts]),
+            np.concatenate([np.full(size, p.high, np.float32) for p, _, size in parts]))
 
 
 def views(obs: npt.NDArray[np.float32], params: npt.NDArray[np.int32]) -> dict[str, np.ndarray]:
     """Named views of a batch of observations ``(B, D)``: ``{name: (B, *shape)}``."""
-    out, pos = {}, 0
-    for p in pieces(params):
-        size = int(np.prod(p.shape))
-        out[p.name] = obs[..., pos: pos + size].reshape(*obs.shape[:-1], *p.shape)
-        pos += size
-    return out
+    return {p.name: obs[..., pos: pos + size].reshape(*obs.shape[:-1], *p.shape)
+            for p, pos, size in spans(params)}
 
 
 def layout_hash(params: npt.NDArray[np.int32]) -> str:
@@ -240,11 +240,8 @@ def observe_kernel(data, prm, rows, players, out):
 def describe(params: npt.NDArray[np.int32]) -> str:
     """Markdown table of the pieces with their offsets (docs/observation.md is generated from it)."""
     lines = ["| offset | piece | shape | range | meaning | x divisor |", "|---|---|---|---|---|---|"]
-    pos = 0
-    for p in pieces(params):
-        size = int(np.prod(p.shape))
+    for p, pos, size in spans(params):
         times = ", ".join(f"{d:g}" for d in p.divisor)
         lines.append(f"| {pos}-{pos + size - 1} | `{p.name}` | {p.shape} | [{p.low:g}, {p.high:g}] "
                      f"| {p.scale} | {times} |")
-        pos += size
-    return "\n".join(lines) + f"\n\nD = {pos}, layout_hash `{layout_hash(params)}`\n"
+    return "\n".join(lines) + f"\n\nD = {obs_dim(params)}, layout_hash `{layout_hash(params)}`\n"

@@ -24,7 +24,7 @@ from canasta_env.engine import (
 from canasta_env.engine.actions import decode, encode
 from canasta_env.engine.cards import RED_THREE
 from canasta_env.engine.layout import O_STOCK
-from canasta_env.engine.observation import bounds, divisors, layout_hash, obs_dim, pieces, views
+from canasta_env.engine.observation import bounds, divisors, layout_hash, obs_dim, pieces, spans, views
 from canasta_env.engine.render import render
 from canasta_env.policy import RandomAgent
 from canasta_env.rules import preset_names
@@ -199,10 +199,9 @@ def test_declared_divisors_undo_the_kernels_scaling(preset: str) -> None:
     state = init(preset, 32, seed=4)
     div = divisors(state.params).astype(np.float64)
     assert div.shape == (obs_dim(state.params),)
-    names = [p.name for p in pieces(state.params)]
-    sizes = [int(np.prod(p.shape)) for p in pieces(state.params)]
     exact = div > 0
-    exact[sum(sizes[:names.index("turn")])] = False  # the percent of the minimum melded, rounded
+    turn = next(start for p, start, _ in spans(state.params) if p.name == "turn")
+    exact[turn] = False  # the percent of the minimum melded, rounded
     for _ in range(150):
         me = state.current_player.copy()
         obs = observe(state, me).astype(np.float64)

@@ -171,11 +171,9 @@ def test_auto_precision_follows_the_hardware() -> None:
 def test_sharded_gradients_are_the_minibatch_gradient() -> None:
     """``update_threads``: the shards' gradients, summed in shard order, are the one-thread gradient
     up to rounding, and the same bits whether the shards run on threads or one after another."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from train.lean_ppo import LeanPPO
 
-    def grads(model: LeanPPO, pool: ThreadPoolExecutor | None) -> tuple[list[torch.Tensor], torch.Tensor]:
+    def grads(model: LeanPPO, threaded: bool) -> tuple[list[torch.Tensor], torch.Tensor]:
         gen = torch.Generator().manual_seed(5)
         n = 300
         masks = torch.rand(n, model.num_actions, generator=gen) < 0.3
@@ -183,8 +181,12 @@ def test_sharded_gradients_are_the_minibatch_gradient() -> None:
         actions = torch.multinomial(masks.float(), 1, generator=gen).squeeze(1)
         rows = (torch.rand(n, model.obs_dim, generator=gen), masks, actions,
                 -torch.rand(n, generator=gen), torch.randn(n, generator=gen), torch.randn(n, generator=gen))
-        model._update_pool = pool
-        stats = model.gradients(*rows)
+        if threaded:
+            with model.shard_threads():
+                assert model._update_pool is not None
+                stats = model.gradients(*rows)
+        else:
+            stats = model.gradients(*rows)
         return [p.grad.clone() for p in model.policy.parameters()], stats
 
     def model(threads: int) -> LeanPPO:
@@ -193,10 +195,9 @@ def test_sharded_gradients_are_the_minibatch_gradient() -> None:
                              precision="fp32", update_threads=threads)
         return LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
 
-    whole, whole_stats = grads(model(1), None)
-    with ThreadPoolExecutor(2) as pool:
-        threaded, threaded_stats = grads(model(3), pool)
-    inline, inline_stats = grads(model(3), None)
+    whole, whole_stats = grads(model(1), False)
+    threaded, threaded_stats = grads(model(3), True)
+    inline, inline_stats = grads(model(3), False)
     assert all(torch.equal(a, b) for a, b in zip(threaded, inline, strict=True))
     assert torch.equal(threaded_stats, inline_stats)
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole, threaded, strict=True))
