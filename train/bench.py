@@ -213,13 +213,16 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
         mask = state.legal_action_mask
         obs = (_observe_unchecked(state, state.current_player.astype(np.int64)) if with_observe
                else placeholder)
-        live = int(np.count_nonzero(mask.any(axis=1)))
-        result = _step_unchecked(state, agent.act(obs, mask, rng))
-        if result.illegal.any():
+        actions = agent.act(obs, mask, rng)
+        live = int(np.count_nonzero(actions >= 0))  # the random agent plays -1 on rows with no legal action
+        result = _step_unchecked(state, actions)
+        if np.count_nonzero(result.illegal):  # count_nonzero: the cheapest test at batch 1
             raise RuntimeError("bench: the random agent played an illegal action (engine bug)")
-        finished = np.flatnonzero(result.terminated | result.truncated)
-        if finished.size:
-            _reset_rows_unchecked(state, finished)
+        done = result.terminated | result.truncated
+        if not np.count_nonzero(done):
+            return live, 0
+        finished = np.flatnonzero(done)
+        _reset_rows_unchecked(state, finished)
         return live, int(finished.size)
 
     def warm_up() -> None:  # excluded from the timing

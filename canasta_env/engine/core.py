@@ -823,18 +823,17 @@ def _step_unchecked(state: State, acts: npt.NDArray[np.int64],
     idx = state.all_rows if rows is None else rows
     n = idx.shape[0]
     rewards = np.zeros((n, state.num_players), dtype=np.float32)
-    status = np.zeros(n, dtype=np.int32)
-    events = np.zeros(n, dtype=np.int32)
-    run_rows(state.threads, kernels.step_kernel, (state.data, state.legal_action_mask, state.params),
-             (idx, acts, rewards, status, events))
-    if np.any(status == kernels.STEP_DEAD_END):
-        bad = int(idx[np.flatnonzero(status == kernels.STEP_DEAD_END)[0]])
+    illegal, terminated, truncated = np.empty(n, np.bool_), np.empty(n, np.bool_), np.empty(n, np.bool_)
+    events = np.empty(n, dtype=np.int32)
+    dead_ends = run_rows(state.threads, kernels.step_kernel,
+                         (state.data, state.legal_action_mask, state.params),
+                         (idx, acts, rewards, illegal, terminated, truncated, events))
+    if dead_ends:
+        live = state.data[idx, L.F_STATUS] == L.ST_LIVE
+        bad = int(idx[np.flatnonzero(live & ~state.legal_action_mask[idx].any(axis=1))[0]])
         raise RuntimeError(f"engine bug: row {bad} ({state.deal_id(bad)}) is live with no legal "
                            "action")
-    terminated, truncated = state.terminated, state.truncated
-    if rows is not None:
-        terminated, truncated = terminated[idx], truncated[idx]
-    return StepResult(rewards, terminated, truncated, status == kernels.STEP_ILLEGAL, events)
+    return StepResult(rewards, terminated, truncated, illegal, events)
 
 
 def step_one(state: State, action: int) -> StepResult:

@@ -16,8 +16,6 @@ from canasta_env.engine.mask import fill_mask
 from canasta_env.engine.score import finish_episode
 from canasta_env.engine.turn import apply_action
 
-STEP_OK, STEP_NOOP, STEP_ILLEGAL, STEP_DEAD_END = 0, 1, 2, 3
-
 
 @njit(cache=True)
 def _buffers(prm):
@@ -25,35 +23,40 @@ def _buffers(prm):
 
 
 @njit(cache=True, nogil=True)
-def step_kernel(data, masks, prm, rows, actions, rewards, status, events):
-    """Apply ``actions[i]`` to row ``rows[i]`` if it is live and its mask allows it; refresh that
-    row's mask. Outputs are indexed like ``rows``."""
+def step_kernel(data, masks, prm, rows, actions, rewards, illegal, terminated, truncated, events):
+    """Apply ``actions[i]`` to row ``rows[i]`` if it is live and its mask allows it (else flag it
+    ``illegal``, finished rows excepted); refresh that row's mask and report its episode flags.
+    Outputs are indexed like ``rows``. Returns how many rows were left live with no legal action
+    (an engine bug the caller reports), so the caller scans no array on the usual path."""
     order_buf, scratch = _buffers(prm)
+    dead_ends = 0
     for i in range(rows.shape[0]):
         b = rows[i]
         row = data[b]
         rewards[i, :] = 0
         events[i] = 0
-        if row[L.F_STATUS] != L.ST_LIVE:
-            status[i] = STEP_NOOP
-            continue
         a = actions[i]
-        if a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
-            status[i] = STEP_ILLEGAL
-            continue
-        row[L.F_STEPS] += 1
-        forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not masks[b, END_HAND]
-        events[i] = apply_action(row, prm, a, rewards[i], order_buf)
-        if forced:
-            events[i] |= L.EV_FORCED_TAKE
-        if row[L.F_STATUS] == L.ST_LIVE and row[L.F_STEPS] >= prm[L.P_MAX_STEPS]:
-            row[L.F_TRUNC] = 1
-            row[L.F_HAND_END] = L.HE_STEP_CAP
-            finish_episode(row)
-        fill_mask(row, prm, masks[b], scratch)
-        status[i] = STEP_OK
-        if row[L.F_STATUS] == L.ST_LIVE and not masks[b].any():
-            status[i] = STEP_DEAD_END
+        illegal[i] = False
+        if row[L.F_STATUS] != L.ST_LIVE:
+            pass
+        elif a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
+            illegal[i] = True
+        else:
+            row[L.F_STEPS] += 1
+            forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not masks[b, END_HAND]
+            events[i] = apply_action(row, prm, a, rewards[i], order_buf)
+            if forced:
+                events[i] |= L.EV_FORCED_TAKE
+            if row[L.F_STATUS] == L.ST_LIVE and row[L.F_STEPS] >= prm[L.P_MAX_STEPS]:
+                row[L.F_TRUNC] = 1
+                row[L.F_HAND_END] = L.HE_STEP_CAP
+                finish_episode(row)
+            fill_mask(row, prm, masks[b], scratch)
+            if row[L.F_STATUS] == L.ST_LIVE and not masks[b].any():
+                dead_ends += 1
+        truncated[i] = row[L.F_TRUNC] == 1
+        terminated[i] = row[L.F_STATUS] == L.ST_DONE and not truncated[i]
+    return dead_ends
 
 
 @njit(cache=True, nogil=True)

@@ -30,20 +30,22 @@ def check_threads(value: object, where: str) -> int:
 
 
 def run_rows(threads: int, kernel: Callable[..., Any], shared: tuple[Any, ...],
-             per_row: tuple[np.ndarray, ...]) -> None:
+             per_row: tuple[np.ndarray, ...]) -> Any:
     """``kernel(*shared, *per_row)``, split into up to ``threads`` calls on consecutive chunks of the
-    ``per_row`` arrays (all indexed like the rows, outputs written in place)."""
+    ``per_row`` arrays (all indexed like the rows, outputs written in place); returns the sum of the
+    calls' results (a count, for kernels that return one)."""
+    if threads == 1:
+        return kernel(*shared, *per_row)
     n = per_row[0].shape[0]
     k = min(threads, n // MIN_ROWS_PER_THREAD)
     if k <= 1:
-        kernel(*shared, *per_row)
-        return
+        return kernel(*shared, *per_row)
     pool = _pools.get(k)
     if pool is None:
         pool = _pools[k] = ThreadPoolExecutor(k - 1, thread_name_prefix="canasta-engine")
     cuts = np.linspace(0, n, k + 1).astype(np.int64)
     chunks = [tuple(a[lo:hi] for a in per_row) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
     futures: list[Future[Any]] = [pool.submit(kernel, *shared, *c) for c in chunks[1:]]
-    kernel(*shared, *chunks[0])  # the calling thread takes the first chunk
-    for f in futures:
-        f.result()
+    first = kernel(*shared, *chunks[0])  # the calling thread takes the first chunk
+    rest = [f.result() for f in futures]
+    return None if first is None else first + sum(rest)
