@@ -147,22 +147,29 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             raise RuntimeError("reset() must be called first")
         return self.state
 
-    def _mask(self, agent: str) -> npt.NDArray[np.int8]:
+    def _mover(self) -> int | None:
+        """The seat to move, or None once the episode is over."""
         state = self._state()
-        seat = self.agent_name_mapping[agent]
-        if int(state.current_player[0]) != seat or state.terminated[0] or state.truncated[0]:
+        if state.terminated[0] or state.truncated[0]:
+            return None
+        return int(state.current_player[0])
+
+    def _mask(self, agent: str, mover: int | None) -> npt.NDArray[np.int8]:
+        if self.agent_name_mapping[agent] != mover:
             return np.zeros(NUM_ACTIONS, dtype=np.int8)
-        return state.legal_action_mask[0].astype(np.int8)
+        return self._state().legal_action_mask[0].astype(np.int8)
 
     def _sync(self) -> None:
         state = self._state()
         self.agent_selection = self.possible_agents[int(state.current_player[0])]
+        mover = self._mover()
         for a in self.agents:
-            self.infos[a] = {"action_mask": self._mask(a)}
+            self.infos[a] = {"action_mask": self._mask(a, mover)}
 
     def observe(self, agent: str) -> dict[str, npt.NDArray[Any]]:
         seat = self.agent_name_mapping[agent]
-        return {"observation": observe(self._state(), [seat])[0], "action_mask": self._mask(agent)}
+        return {"observation": observe(self._state(), [seat])[0],
+                "action_mask": self._mask(agent, self._mover())}
 
     def step(self, action: int) -> None:
         agent = self.agent_selection

@@ -61,7 +61,7 @@ def pick_in_range(row_mask, lo, hi, u):
 def pick_legal(mask, u):
     """Row b: the legal action at position floor(u[b] * number legal) among its legal actions;
     -1 for a row with none."""
-    out = np.full(mask.shape[0], -1, np.int64)
+    out = np.empty(mask.shape[0], np.int64)
     for b in range(mask.shape[0]):
         out[b] = pick_in_range(mask[b], 0, mask.shape[1], u[b])
     return out

@@ -822,8 +822,9 @@ def _step_unchecked(state: State, acts: npt.NDArray[np.int64],
     package's own loops, which build their rows themselves, skip the checks."""
     idx = state.all_rows if rows is None else rows
     n = idx.shape[0]
-    rewards = np.zeros((n, state.num_players), dtype=np.float32)
-    illegal, terminated, truncated = np.empty(n, np.bool_), np.empty(n, np.bool_), np.empty(n, np.bool_)
+    rewards = np.empty((n, state.num_players), dtype=np.float32)  # the kernel writes every output
+    flags = np.empty((3, n), np.bool_)  # one allocation: the call's overhead is most of a batch-1 step
+    illegal, terminated, truncated = flags[0], flags[1], flags[2]
     events = np.empty(n, dtype=np.int32)
     dead_ends = run_rows(state.threads, kernels.step_kernel,
                          (state.data, state.legal_action_mask, state.params),
