@@ -36,12 +36,10 @@ def step_kernel(data, masks, prm, rows, actions, rewards, illegal, terminated, t
         rewards[i, :] = 0
         events[i] = 0
         a = actions[i]
-        illegal[i] = False
-        if row[L.F_STATUS] != L.ST_LIVE:
-            pass
-        elif a < 0 or a >= NUM_ACTIONS or not masks[b, a]:
-            illegal[i] = True
-        else:
+        live = row[L.F_STATUS] == L.ST_LIVE
+        refused = live and (a < 0 or a >= NUM_ACTIONS or not masks[b, a])
+        illegal[i] = refused
+        if live and not refused:
             row[L.F_STEPS] += 1
             forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not masks[b, END_HAND]
             events[i] = apply_action(row, prm, a, rewards[i], order_buf)

@@ -34,10 +34,8 @@ def run_rows(threads: int, kernel: Callable[..., Any], shared: tuple[Any, ...],
     """``kernel(*shared, *per_row)``, split into up to ``threads`` calls on consecutive chunks of the
     ``per_row`` arrays (all indexed like the rows, outputs written in place); returns the sum of the
     calls' results (a count, for kernels that return one)."""
-    if threads == 1:
-        return kernel(*shared, *per_row)
     n = per_row[0].shape[0]
-    k = min(threads, n // MIN_ROWS_PER_THREAD)
+    k = 1 if threads == 1 else min(threads, n // MIN_ROWS_PER_THREAD)  # serial: nothing to work out
     if k <= 1:
         return kernel(*shared, *per_row)
     pool = _pools.get(k)
