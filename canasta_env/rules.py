@@ -269,6 +269,8 @@ def _validate(r: RuleSet, source: str) -> None:
            "the four canasta kinds (R2, P2) come with max_meld_size: 7, and only with it")
     _check(four == (go == "each_kind"), source, "go_out_requires", go,
            "each_kind goes with canasta_kinds: four, and four kinds need each_kind")
+    _check(r.reserve_size == 0 or four, source, "reserve_size", r.reserve_size,
+           "a kitty or foot (R4, P3) joins the hand when a canasta closes: it needs canasta_kinds: four")
     _check(r.reserve_pickup == "none" or r.reserve_size > 0, source, "reserve_pickup",
            r.reserve_pickup, "a pickup rule needs reserve_size > 0")
     _check(r.reserve_size == 0 or r.reserve_pickup != "none", source, "reserve_size",

@@ -133,6 +133,7 @@ def test_non_string_keys_are_reported_not_crashed(tmp_path: Path) -> None:
         ("upcard_policy: cover\n", "upcard_policy"),  # bad choice string
         ("tie_rule: [draw]\n", "tie_rule"),
         ("reserve_pickup: immediate\n", "reserve_pickup"),  # valid choice, not implemented yet
+        ("reserve_size: 11\nreserve_pickup: after_turn\n", "reserve_size"),  # no canasta closes (R4)
         ("num_players: 3\npartnerships: true\n", "partnerships"),
         ("num_players: 2\nask_partner: true\n", "ask_partner"),
         ("hand_size: 20\npacks: 1\njokers: 0\n", "hand_size"),  # the deal leaves no stock
@@ -145,6 +146,14 @@ def test_bad_values_name_key_and_file(tmp_path: Path, text: str, key: str) -> No
     msg = str(exc.value)
     assert repr(key) in msg
     assert str(path) in msg
+
+
+def test_a_reserve_comes_with_the_four_canasta_kinds(tmp_path: Path) -> None:
+    """R4/P3: the kitty or foot joins the hand when a canasta closes, so it needs the capped melds;
+    the twin of the classic-kinds refusal above."""
+    text = ("reserve_size: 11\nreserve_pickup: after_turn\ncanasta_kinds: four\nmax_meld_size: 7\n"
+            "go_out_requires: each_kind\n")
+    assert load_rules(write(tmp_path, text)).reserve_size == 11
 
 
 def test_bad_choice_lists_the_choices(tmp_path: Path) -> None:

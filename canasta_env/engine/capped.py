@@ -28,7 +28,7 @@ from numba import njit
 
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
-from canasta_env.engine.melds import NEG, credited_value, go_out_value_needed, minimum_shortfall, owner_of
+from canasta_env.engine.melds import NEG, credited_value, minimum_shortfall, owner_of
 
 ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens canasta closed (R8, P6)
 
@@ -203,23 +203,6 @@ def meld_all(row, prm, owner, h):
         if outs and (_spread(reach[w], outs) >> ALL_FOUR_KINDS) & 1:
             return True
     return False
-
-
-@njit(cache=True)
-def discard_ok_after(row, prm, d):
-    """Whether the mover, holding one card, may discard kind ``d`` to go out."""
-    p = row[L.F_CUR]
-    if row[L.F_TURN_FLAGS] & L.TF_NO or row[prm[L.O_RESSTATE] + p] != L.RES_IN_HAND:
-        return False
-    if d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0:
-        return False
-    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
-    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
-    h[d] -= 1
-    need_value = go_out_value_needed(row, prm)
-    ok = meld_everything(row, prm, owner_of(prm, p), h, credit, need_value)
-    h[d] += 1
-    return ok
 
 
 @njit(cache=True)

@@ -53,6 +53,22 @@ def go_out_ok(row, prm):
 
 
 @njit(cache=True)
+def last_discard_ok(row, prm, d):
+    """Whether the mover, holding one card, may discard kind ``d`` to go out (C28, R4/P3, R5/P4)."""
+    p = row[L.F_CUR]
+    if row[L.F_TURN_FLAGS] & L.TF_NO or row[prm[L.O_RESSTATE] + p] != L.RES_IN_HAND:
+        return False
+    if d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0:
+        return False
+    h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
+    credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
+    h[d] -= 1
+    ok = _melds_entirely(row, prm, melds.owner_of(prm, p), h, credit, melds.go_out_value_needed(row, prm))
+    h[d] += 1
+    return ok
+
+
+@njit(cache=True)
 def turn_finishable(row, prm):
     """C19a: whether the mover's turn can still be finished legally from this meld-phase state."""
     if prm[L.P_CAP]:

@@ -12,11 +12,9 @@ from canasta_env.engine import actions as A
 from canasta_env.engine import capped
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
-from canasta_env.engine.going_out import go_out_ok, turn_finishable
+from canasta_env.engine.going_out import go_out_ok, last_discard_ok, turn_finishable
 from canasta_env.engine.melds import (
     discard_path_ok,
-    go_out_value_needed,
-    meld_everything,
     minimum_shortfall,
     owner_of,
     side_of,
@@ -47,7 +45,7 @@ def fill_mask(row, prm, mask, scratch):
         _draw_phase(row, prm, mask, scratch)
     elif phase == L.PH_MELD and prm[L.P_CAP]:
         _capped_meld_phase(row, prm, mask, scratch, False)
-        _capped_discards(row, prm, mask)
+        _discards(row, prm, mask)
         mask[A.END_HAND] = capped.no_discard_end_ok(row, prm)
     elif phase == L.PH_MELD:
         _meld_phase(row, prm, mask, scratch, False)
@@ -230,26 +228,6 @@ def _capped_meld_phase(row, prm, mask, scratch, final):
 
 
 @njit(cache=True)
-def _capped_discards(row, prm, mask):
-    """A discard ends the turn (no seven while the seven rule holds, R5/P4) or goes out."""
-    p = row[L.F_CUR]
-    hand = L.hand_at(prm, p)
-    if hand_size(row, prm, p) >= 2:
-        flags = row[L.F_TURN_FLAGS]
-        if (flags & L.TF_YES or row[L.naturals_at(prm, owner_of(prm, p)) + C.BLACK_THREE_SLOT] > 0
-                or minimum_shortfall(row, prm) > 0):
-            return
-        blocked = capped.sevens_blocked(row, prm)
-        for k in range(C.NUM_KINDS):
-            if row[hand + k] > 0 and not (blocked and k == C.SEVEN):
-                mask[A.DISCARD + k] = True
-        return
-    for k in range(C.NUM_KINDS):
-        if row[hand + k] > 0:
-            mask[A.DISCARD + k] = capped.discard_ok_after(row, prm, k)
-
-
-@njit(cache=True)
 def _try_meld(row, prm, mask, action, final):
     """Legal iff, after placing the cards, the turn can still be finished (C19a). The few fields
     a meld action touches are saved as scalars and restored (no allocation in the hot path)."""
@@ -330,30 +308,22 @@ def _meld_phase(row, prm, mask, scratch, final):
 
 @njit(cache=True)
 def _discards(row, prm, mask):
-    """A discard ends the turn (hand >= 2 and the turn's melds complete) or goes out (C19, C28)."""
+    """A discard ends the turn (hand >= 2, the turn's melds complete, no seven while the seven rule
+    holds: C19, R5/P4) or goes out (C28)."""
     p = row[L.F_CUR]
-    owner = owner_of(prm, p)
     hand = L.hand_at(prm, p)
-    total = hand_size(row, prm, p)
-    flags = row[L.F_TURN_FLAGS]
-    if total >= 2:
-        ok = (not (flags & L.TF_YES) and row[L.naturals_at(prm, owner) + C.BLACK_THREE_SLOT] == 0
-              and minimum_shortfall(row, prm) == 0)
-        if ok:
-            for k in range(C.NUM_KINDS):
-                if row[hand + k] > 0:
-                    mask[A.DISCARD + k] = True
-        return
-    if flags & L.TF_NO:
+    if hand_size(row, prm, p) >= 2:
+        black_threes = row[L.naturals_at(prm, owner_of(prm, p)) + C.BLACK_THREE_SLOT]
+        if row[L.F_TURN_FLAGS] & L.TF_YES or black_threes > 0 or minimum_shortfall(row, prm) > 0:
+            return
+        blocked = capped.sevens_blocked(row, prm)
+        for k in range(C.NUM_KINDS):
+            if row[hand + k] > 0 and not (blocked and k == C.SEVEN):
+                mask[A.DISCARD + k] = True
         return
     for k in range(C.NUM_KINDS):
         if row[hand + k] > 0:
-            h = row[hand: hand + C.NUM_KINDS]
-            credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
-            h[k] -= 1
-            need = go_out_value_needed(row, prm)
-            mask[A.DISCARD + k] = meld_everything(row, prm, owner, h, credit, need)
-            h[k] += 1
+            mask[A.DISCARD + k] = last_discard_ok(row, prm, k)
 
 
 @njit(cache=True)
