@@ -173,21 +173,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, BenchOptions)
 
 
-def compile_engine(rules: Any) -> float:
-    """Import the engine and run each entry point once on a batch of 2; returns the seconds taken
-    (numba compile on a cold cache, cache load on a warm one)."""
+def compile_engine(rules: Any, threads: int = 1) -> float:
+    """Import the engine and run each entry point once on a batch of 2 (with ``threads`` > 1, on one
+    large enough to take the parallel kernels); returns the seconds taken (numba compile on a cold
+    cache, cache load on a warm one)."""
     start = time.perf_counter()
     import numpy as np
 
     from canasta_env.engine import init, observe, reset_rows, step
+    from canasta_env.engine.threads import MIN_ROWS_PER_THREAD
     from canasta_env.policy import RandomAgent
 
-    state = init(rules, 2, 0)
+    n = 2 if threads == 1 else threads * MIN_ROWS_PER_THREAD
+    state = init(rules, n, 0, threads=threads)
     rng = np.random.default_rng(0)
-    actions = RandomAgent().act(np.empty((2, 0), np.float32), state.legal_action_mask, rng)
+    actions = RandomAgent().act(np.empty((n, 0), np.float32), state.legal_action_mask, rng)
     step(state, actions)
     observe(state, state.current_player)
-    reset_rows(state, [0])
+    reset_rows(state, np.arange(n))
     return time.perf_counter() - start
 
 
@@ -265,7 +268,7 @@ def run_bench(rules_list: list[str], batches: list[int], seconds: float, seed: i
     from canasta_env.rules import load_rules
 
     resolved = {spec: load_rules(spec) for spec in rules_list}  # fail fast on a bad name or file
-    compile_s = compile_engine(resolved[rules_list[0]])
+    compile_s = compile_engine(resolved[rules_list[0]], threads)
     results = []
     for spec in rules_list:
         for batch in batches:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -64,8 +68,8 @@ def _step_in_child(queue: multiprocessing.Queue) -> None:  # type: ignore[type-a
 
 
 def test_a_forked_child_can_step_on_threads() -> None:
-    """A forked child inherits the parent's thread pools but not their threads; without the fork
-    hook its first threaded step would wait forever."""
+    """GNU OpenMP (numba's omp layer) aborts a child forked after its parent launched a parallel
+    loop, at the child's first launch; the fork hook makes such a child run serially."""
     state = init("classic_2p", ROWS, 3, threads=2)  # the parent's pool exists before the fork
     step(state, RandomAgent().act(None, state.legal_action_mask, np.random.default_rng(0)))
     ctx = multiprocessing.get_context("fork")
@@ -75,3 +79,39 @@ def test_a_forked_child_can_step_on_threads() -> None:
     child.join(timeout=120)
     assert child.exitcode == 0, "the forked child did not finish its threaded step"
     assert queue.get(timeout=5) == int(state.data.sum())
+
+
+CONCURRENT = textwrap.dedent("""
+    import threading
+    import numpy as np
+    from canasta_env.engine import init, step
+    from canasta_env.policy import RandomAgent
+
+    def play(threads, out, key):
+        state = init("classic_4p", 300, key, threads=threads)
+        rng = np.random.default_rng(key)
+        for _ in range(60):
+            step(state, RandomAgent().act(None, state.legal_action_mask, rng))
+        out[(threads, key)] = state.data.copy()
+
+    out = {}
+    workers = [threading.Thread(target=play, args=(2, out, key)) for key in (1, 2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for key in (1, 2):
+        play(1, out, key)
+        assert (out[(1, key)] == out[(2, key)]).all()
+    print("ok")
+""")
+
+
+def test_two_python_threads_may_step_threaded_states_at_once() -> None:
+    """numba's workqueue layer (the one every install has) aborts the process on two parallel
+    launches at once; the engine serialises its launches, so two threads each stepping a threaded
+    state play exactly as serial."""
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
+    done = subprocess.run([sys.executable, "-c", CONCURRENT], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
