@@ -217,16 +217,18 @@ def measure(rules: Any, batch: int, seconds: float, seed: int, with_observe: boo
         obs = (_observe_unchecked(state, state.current_player.astype(np.int64)) if with_observe
                else placeholder)
         actions = agent.act(obs, mask, rng)
-        live = int(np.count_nonzero(actions >= 0))  # the random agent plays -1 on rows with no legal action
         result = _step_unchecked(state, actions)
+        # every row is live here (a finished one is re-dealt at once) and a live row refuses the -1
+        # the random agent plays where nothing is legal, so a step without a refusal is ``batch``
+        # decisions
         if np.count_nonzero(result.illegal):  # count_nonzero: the cheapest test at batch 1
             raise RuntimeError("bench: the random agent played an illegal action (engine bug)")
         done = result.terminated | result.truncated
         if not np.count_nonzero(done):
-            return live, 0
+            return batch, 0
         finished = np.flatnonzero(done)
         _reset_rows_unchecked(state, finished)
-        return live, int(finished.size)
+        return batch, int(finished.size)
 
     def warm_up() -> None:  # excluded from the timing
         one_step()
