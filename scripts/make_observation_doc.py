@@ -19,9 +19,10 @@ then the other seats in turn order from the next player; own side first. It hold
 seat may know. Named views: `canasta_env.engine.observation.views(obs, state.params)`.
 
 "x divisor" is what a stored value is multiplied by to give back the integer it encodes (cards,
-points, percent), repeated over the piece's elements (`observation.divisors`; 0: not an integer).
-The card pieces divide by the largest count of any one kind in the deck (8 with two packs), which
-the meaning column calls the deck count.
+points, percent), repeated over the piece's elements (`observation.divisors`, which the encoder
+divides by). The card pieces divide by the largest count of any one kind in the deck (8 with two
+packs), which the meaning column calls the deck count; the credit left (in `turn`) by that times
+the number of kinds, clipped at 1. The value melded is a ratio to the minimum, read as a percent.
 """
 
 

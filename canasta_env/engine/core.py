@@ -33,7 +33,7 @@ from canasta_env.engine.integrity import (
     REPORT_SIZE,
     find_corrupt,
 )
-from canasta_env.engine.observation import obs_dim, observe_kernel
+from canasta_env.engine.observation import divisors, obs_dim, observe_kernel
 from canasta_env.engine.threads import check_threads, run_rows
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
@@ -93,6 +93,15 @@ class State:
         cached = self.__dict__.get("_all_rows")
         if cached is None or cached.shape[0] != self.num_games:
             cached = self.__dict__["_all_rows"] = np.arange(self.num_games, dtype=np.int64)
+        return cached
+
+    @property
+    def obs_divisors(self) -> npt.NDArray[np.float64]:
+        """The observation's declared divisors (``observation.divisors``) in float64, cached: the
+        encoder divides by them."""
+        cached = self.__dict__.get("_obs_divisors")
+        if cached is None:
+            cached = self.__dict__["_obs_divisors"] = divisors(self.params).astype(np.float64)
         return cached
 
     @property
@@ -886,7 +895,7 @@ def _observe_unchecked(state: State, seats: npt.NDArray[np.int64],
     if seats.ndim == 0 or seats.shape[0] != idx.shape[0]:
         seats = np.broadcast_to(seats, idx.shape)
     out = np.empty((idx.shape[0], obs_dim(state.params)), dtype=np.float32)
-    run_rows(state.threads, observe_kernel, (state.data, state.params),
+    run_rows(state.threads, observe_kernel, (state.data, state.params, state.obs_divisors),
              (idx, np.ascontiguousarray(seats), out))
     return out
 

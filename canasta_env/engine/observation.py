@@ -1,8 +1,8 @@
 """Observations: what one player may know, as a flat float32 vector relative to that player.
 
 Every piece is declared once in ``pieces(params)`` as ``(name, shape, low, high, scale, divisor)``;
-the kernel writes the pieces in that order, and ``divisors`` turns the declared divisors into the
-vector that undoes the scaling (``agents._obs.ObsDecoder``; tested against the kernel). Seats are
+``divisors`` tiles the declared divisors into one vector, which the kernel divides each count by
+as it writes the pieces in that order, and which undoes the scaling (``agents._obs.ObsDecoder``). Seats are
 relative (own seat first, then the others in turn order from the next player) and sides likewise
 (own side first), so one policy can play any seat. Never included: the stock order, other players'
 unknown cards.
@@ -78,7 +78,8 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
         Piece("phase", (NUM_PHASES,), 0, 1, "one-hot turn phase (layout.PHASE_NAMES)"),
         Piece("turn", (3 + NUM_TURN_FLAGS,), 0, 1,
               "mover: value melded / minimum, needs minimum, credit left; drew, took, asked, "
-              "yes, no", (100.0, 1.0, 0.0) + (1.0,) * NUM_TURN_FLAGS),  # value melded in percent
+              "yes, no",  # the credit left is divided by kinds x deck count, clipped
+              (100.0, 1.0, maxk * C.NUM_KINDS) + (1.0,) * NUM_TURN_FLAGS),  # value melded in percent
         Piece("new_this_turn", (C.NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
     ] + variant
 
@@ -133,48 +134,46 @@ def layout_hash(params: npt.NDArray[np.int32]) -> str:
 
 
 @njit(cache=True)
-def _encode(row, prm, me, out):
+def _encode(row, prm, div, me, out):
+    """Seat ``me``'s view of ``row`` into ``out``, each count divided by its declared divisor
+    ``div`` (``divisors``, in float64: the quotients are those of the integers)."""
     n, sides = prm[L.P_NPLAYERS], prm[L.P_NSIDES]
-    deck = float(prm[L.P_DECK])
-    maxk = float(max(row[L.F_MAX_KIND], 1))
     my_side = me % sides
     pos = 0
     hand = L.hand_at(prm, me)
     for k in range(C.NUM_KINDS):
-        out[pos + k] = row[hand + k] / maxk
+        out[pos + k] = row[hand + k] / div[pos + k]
     pos += C.NUM_KINDS
     for j in range(n):
-        out[pos + j] = L.cards_in(row, L.hand_at(prm, (me + j) % n)) / deck
+        out[pos + j] = L.cards_in(row, L.hand_at(prm, (me + j) % n)) / div[pos + j]
     pos += n
     for j in range(1, n):
         p = (me + j) % n
         for k in range(C.NUM_KINDS):
-            out[pos + k] = row[L.known_at(prm, p) + k] / maxk
+            out[pos + k] = row[L.known_at(prm, p) + k] / div[pos + k]
         pos += C.NUM_KINDS
-    red3_total = float(2 * prm[L.P_PACKS])
     for j in range(sides):
         side = (my_side + j) % sides
         t = 0
         for p in range(n):
             if p % sides == side:
                 t += row[prm[L.O_RED3] + p]
-        out[pos + j] = t / red3_total
+        out[pos + j] = t / div[pos + j]
     pos += sides
     owners = prm[L.P_NOWNERS]
     for j in range(owners):
         owner = (me + j) % owners  # own melds first, then in turn order
         for s in range(C.NUM_SLOTS):
-            out[pos] = row[L.naturals_at(prm, owner) + s] / maxk
-            out[pos + 1] = row[L.jokers_at(prm, owner) + s] / max(prm[L.P_JOKERS], 1)
-            out[pos + 2] = row[L.twos_at(prm, owner) + s] / maxk
+            out[pos] = row[L.naturals_at(prm, owner) + s] / div[pos]
+            out[pos + 1] = row[L.jokers_at(prm, owner) + s] / div[pos + 1]
+            out[pos + 2] = row[L.twos_at(prm, owner) + s] / div[pos + 2]
             pos += 3
-    top_min = float(max(prm[L.P_MTAB_MIN + prm[L.P_MTAB_N] - 1], 1))
     for j in range(sides):
         side = (my_side + j) % sides
         out[pos + j] = row[prm[L.O_OPENED] + side]
-        score = row[prm[L.O_SCORE] + side] / float(prm[L.P_TARGET])
-        out[pos + sides + j] = min(max(score, -4.0), 4.0)
-        out[pos + 2 * sides + j] = minimum_for(prm, row[prm[L.O_SCORE] + side]) / top_min
+        score = row[prm[L.O_SCORE] + side] / div[pos + sides + j]
+        out[pos + sides + j] = min(max(score, -SCORE_CLIP), SCORE_CLIP)
+        out[pos + 2 * sides + j] = minimum_for(prm, row[prm[L.O_SCORE] + side]) / div[pos + 2 * sides + j]
     pos += 3 * sides
     plen = row[L.F_PILE_LEN]
     out[pos: pos + C.NUM_KINDS + 1] = 0.0
@@ -182,12 +181,12 @@ def _encode(row, prm, me, out):
     pos += C.NUM_KINDS + 1
     out[pos: pos + C.NUM_KINDS] = 0.0
     for i in range(plen):
-        out[pos + row[prm[L.O_PILE] + i]] += 1.0 / maxk
+        out[pos + row[prm[L.O_PILE] + i]] += 1.0 / div[pos]
     pos += C.NUM_KINDS
-    out[pos] = plen / deck
+    out[pos] = plen / div[pos]
     out[pos + 1] = row[L.F_PILE_FROZEN]
     out[pos + 2] = 1.0 if (row[L.F_PILE_FROZEN] or not row[prm[L.O_OPENED] + my_side]) else 0.0
-    out[pos + 3] = row[L.F_STOCK_LEN] / deck
+    out[pos + 3] = row[L.F_STOCK_LEN] / div[pos + 3]
     pos += 4
     out[pos: pos + 2 * n] = 0.0
     out[pos + (row[L.F_CUR] - me) % n] = 1.0
@@ -200,13 +199,13 @@ def _encode(row, prm, me, out):
     out[pos: pos + 8] = 0.0
     if mover_side == my_side:
         minimum = max(row[L.F_MINIMUM], 1)
-        out[pos] = min(row[L.F_TURN_VALUE] / minimum, 1.0)
+        out[pos] = min(row[L.F_TURN_VALUE] / minimum, 1.0)  # a ratio: its divisor reads it as percent
         out[pos + 1] = row[L.F_NEEDS_MIN]
         if row[L.F_CUR] == me:  # the credit left is private: it depends on the mover's hand
             credit = 0
             for k in range(C.NUM_KINDS):
                 credit += min(row[prm[L.O_CREDIT] + k], row[L.hand_at(prm, me) + k])
-            out[pos + 2] = min(credit / maxk / C.NUM_KINDS, 1.0)
+            out[pos + 2] = min(credit / div[pos + 2], 1.0)
         flags = row[L.F_TURN_FLAGS]
         for i in range(NUM_TURN_FLAGS):
             out[pos + 3 + i] = 1.0 if flags & (1 << i) else 0.0
@@ -218,11 +217,11 @@ def _encode(row, prm, me, out):
         for j in range(owners):
             base = L.canasta_kinds_at(prm, ((me + j) % owners))
             for kind in range(L.NUM_CANASTA_KINDS):
-                out[pos + kind] = min(row[base + kind] / 8.0, 1.0)
+                out[pos + kind] = min(row[base + kind] / div[pos + kind], 1.0)
             pos += L.NUM_CANASTA_KINDS
         for j in range(n):
             p = (me + j) % n
-            out[pos] = L.cards_in(row, L.reserve_at(prm, p)) / float(max(prm[L.P_RES_SIZE], 1))
+            out[pos] = L.cards_in(row, L.reserve_at(prm, p)) / div[pos]
             out[pos + 1] = 1.0 if row[prm[L.O_RESSTATE] + p] == L.RES_SHOWN else 0.0
             pos += 2
         out[pos] = 1.0 if sevens_blocked(row, prm) else 0.0
@@ -231,10 +230,11 @@ def _encode(row, prm, me, out):
 
 
 @njit(cache=True, nogil=True)
-def observe_kernel(data, prm, rows, players, out):
-    """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]``."""
+def observe_kernel(data, prm, div, rows, players, out):
+    """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]`` (``div``: the
+    declared ``divisors`` in float64)."""
     for i in range(rows.shape[0]):
-        _encode(data[rows[i]], prm, players[i], out[i])
+        _encode(data[rows[i]], prm, div, players[i], out[i])
 
 
 def describe(params: npt.NDArray[np.int32]) -> str:

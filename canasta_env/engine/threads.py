@@ -85,10 +85,10 @@ def _explicit_deal(chunks, data, prm, rows, orders, dealers):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _observe(chunks, data, prm, rows, players, out):
+def _observe(chunks, data, prm, div, rows, players, out):
     for c in prange(chunks):
         lo, hi = _cut(rows.shape[0], chunks, c)
-        observe_kernel(data, prm, rows[lo:hi], players[lo:hi], out[lo:hi])
+        observe_kernel(data, prm, div, rows[lo:hi], players[lo:hi], out[lo:hi])
 
 
 PARALLEL: dict[Callable[..., Any], Callable[..., Any]] = {
