@@ -1,7 +1,8 @@
 """The legal-action mask of one game row: exactly the actions the rules allow (C19a).
 
-Meld actions are tried in place on the row and undone; pile takes, which move many cards, are tried
-on a scratch copy. Either way the question is the same: can the turn still be finished legally?
+Open-ended meld actions are tried in place on the row and undone; capped melds (which may close a
+canasta and bring the foot) and pile takes (which move many cards) are tried on a scratch copy.
+Either way the question is the same: can the turn still be finished legally?
 """
 
 from __future__ import annotations
