@@ -17,6 +17,8 @@ from canasta_env.engine.threads import MIN_ROWS_PER_THREAD
 from canasta_env.policy import RandomAgent
 
 ROWS = 3 * MIN_ROWS_PER_THREAD + 5  # three uneven chunks
+# one worker compiles the parallel twins (about a minute) instead of each compiling them at once
+pytestmark = pytest.mark.xdist_group("engine-threads")
 
 
 @pytest.mark.parametrize("rules", ["classic_4p", "railroad_2p"])
@@ -70,7 +72,7 @@ def _step_in_child(queue: multiprocessing.Queue) -> None:  # type: ignore[type-a
 def test_a_forked_child_can_step_on_threads() -> None:
     """GNU OpenMP (numba's omp layer) aborts a child forked after its parent launched a parallel
     loop, at the child's first launch; the fork hook makes such a child run serially."""
-    state = init("classic_2p", ROWS, 3, threads=2)  # the parent's pool exists before the fork
+    state = init("classic_2p", ROWS, 3, threads=2)  # the parent launches before the fork
     step(state, RandomAgent().act(None, state.legal_action_mask, np.random.default_rng(0)))
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
