@@ -25,6 +25,22 @@ def _melds_entirely(row, prm, owner, h, credit, need_value):
 
 
 @njit(cache=True)
+def _stranded(row, prm, owner, h):
+    """Bit set of the kinds of ``h`` that no melding takes as the table stands, under either
+    solver: a lone natural of a rank ``owner`` has no meld of (C13), black threes that make no meld
+    of three up to the cap (C11). Going out must discard them, and one discard removes one kind."""
+    mnat = L.naturals_at(prm, owner)
+    bits = 0
+    for s in range(C.NUM_RANK_SLOTS):
+        if h[s + C.FOUR] == 1 and row[mnat + s] == 0:
+            bits |= 1 << (s + C.FOUR)
+    b3 = h[C.BLACK_THREE]
+    if b3 > 0 and not 3 <= row[mnat + C.BLACK_THREE_SLOT] + b3 <= prm[L.P_B3_MAX]:
+        bits |= 1 << C.BLACK_THREE
+    return bits
+
+
+@njit(cache=True)
 def go_out_ok(row, prm):
     """Whether the mover can still go out this turn (C28, C19, R4/P3, R5/P4, R8/P6)."""
     if row[L.F_TURN_FLAGS] & L.TF_NO:
@@ -35,11 +51,14 @@ def go_out_ok(row, prm):
     owner = melds.owner_of(prm, p)
     h = row[L.hand_at(prm, p): L.hand_at(prm, p) + C.NUM_KINDS]
     credit = row[prm[L.O_CREDIT]: prm[L.O_CREDIT] + C.NUM_KINDS]
+    stranded = _stranded(row, prm, owner, h)
+    if stranded & (stranded - 1):  # two kinds to discard
+        return False
     need_value = melds.go_out_value_needed(row, prm)
-    if not prm[L.P_GO_DISCARD] and _melds_entirely(row, prm, owner, h, credit, need_value):
+    if not stranded and not prm[L.P_GO_DISCARD] and _melds_entirely(row, prm, owner, h, credit, need_value):
         return True
     for d in range(C.NUM_KINDS):
-        if h[d] == 0 or (d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0):
+        if h[d] == 0 or (d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0) or (stranded and not (stranded >> d) & 1):
             continue
         h[d] -= 1
         old = credit[d]

@@ -11,6 +11,7 @@ from numba import njit
 
 from canasta_env.engine import layout as L
 from canasta_env.engine.actions import END_HAND, NUM_ACTIONS
+from canasta_env.engine.borrow import borrowed
 from canasta_env.engine.deal import deal_from_order, deal_next
 from canasta_env.engine.mask import fill_mask
 from canasta_env.engine.score import finish_episode
@@ -29,28 +30,29 @@ def step_kernel(data, masks, prm, rows, actions, rewards, illegal, terminated, t
     Outputs are indexed like ``rows``. Returns how many rows were left live with no legal action
     (an engine bug the caller reports), so the caller scans no array on the usual path."""
     order_buf, scratch = _buffers(prm)
+    prm = borrowed(prm)
     dead_ends = 0
     for i in range(rows.shape[0]):
         b = rows[i]
-        row = data[b]
+        row, mask = borrowed(data[b]), borrowed(masks[b])
         rewards[i, :] = 0
         events[i] = 0
         a = actions[i]
         live = row[L.F_STATUS] == L.ST_LIVE
-        refused = live and (a < 0 or a >= NUM_ACTIONS or not masks[b, a])
+        refused = live and (a < 0 or a >= NUM_ACTIONS or not mask[a])
         illegal[i] = refused
         if live and not refused:
             row[L.F_STEPS] += 1
-            forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not masks[b, END_HAND]
-            events[i] = apply_action(row, prm, a, rewards[i], order_buf)
+            forced = row[L.F_PHASE] == L.PH_DRAW and row[L.F_STOCK_LEN] == 0 and not mask[END_HAND]
+            events[i] = apply_action(row, prm, a, borrowed(rewards[i]), borrowed(order_buf))
             if forced:
                 events[i] |= L.EV_FORCED_TAKE
             if row[L.F_STATUS] == L.ST_LIVE and row[L.F_STEPS] >= prm[L.P_MAX_STEPS]:
                 row[L.F_TRUNC] = 1
                 row[L.F_HAND_END] = L.HE_STEP_CAP
                 finish_episode(row)
-            fill_mask(row, prm, masks[b], scratch)
-            if row[L.F_STATUS] == L.ST_LIVE and not masks[b].any():
+            fill_mask(row, prm, mask, borrowed(scratch))
+            if row[L.F_STATUS] == L.ST_LIVE and not mask.any():
                 dead_ends += 1
         truncated[i] = row[L.F_TRUNC] == 1
         terminated[i] = row[L.F_STATUS] == L.ST_DONE and not truncated[i]
@@ -62,21 +64,23 @@ def deal_kernel(data, prm, rows, seed_lo, seed_hi, deal_rows, deal_index, events
     """Start a new game on each listed row from its DealId ``(seed, deal_row, deal_index)``; the
     caller then refreshes those rows' masks with ``mask_rows``."""
     order_buf, _ = _buffers(prm)
+    prm = borrowed(prm)
     for i in range(rows.shape[0]):
-        row = data[rows[i]]
+        row = borrowed(data[rows[i]])
         row[L.F_SEED_LO], row[L.F_SEED_HI] = seed_lo[i], seed_hi[i]
         row[L.F_DEAL_ROW], row[L.F_DEAL_INDEX] = deal_rows[i], deal_index[i]
-        events[i] = deal_next(row, prm, order_buf, True)
+        events[i] = deal_next(row, prm, borrowed(order_buf), True)
 
 
 @njit(cache=True, nogil=True)
 def explicit_deal_kernel(data, prm, rows, orders, dealers):
     """Start a new game on each listed row from an explicit deck order and dealer; the caller then
     refreshes those rows' masks with ``mask_rows``."""
+    prm = borrowed(prm)
     for i in range(rows.shape[0]):
-        row = data[rows[i]]
+        row = borrowed(data[rows[i]])
         row[prm[L.O_SCORE]: prm[L.O_CREDIT]] = 0
-        deal_from_order(row, prm, orders[i], dealers[i])
+        deal_from_order(row, prm, borrowed(orders[i]), dealers[i])
         row[L.F_HAND_NO] = 0
 
 
@@ -86,5 +90,6 @@ def mask_rows(data, masks, prm, rows):
     Python, e.g. by a scenario). The only entry kernel besides ``step_kernel`` that links the
     legality solver: each one that does re-optimises all of it when compiled."""
     _, scratch = _buffers(prm)
+    prm = borrowed(prm)
     for i in range(rows.shape[0]):
-        fill_mask(data[rows[i]], prm, masks[rows[i]], scratch)
+        fill_mask(borrowed(data[rows[i]]), prm, borrowed(masks[rows[i]]), borrowed(scratch))

@@ -220,6 +220,14 @@ def cards_in(row, base):
         total += row[base + k]
     return total
 
+
+@njit(cache=True, inline="always")
+def copy_row(src, dst, width):
+    """``dst[:width] = src[:width]`` as a plain loop, which LLVM vectorises (the slice assignment
+    compiles to a scalar copy with a broadcast check per element)."""
+    for j in range(width):
+        dst[j] = src[j]
+
 MIN_TABLE_NEG_INF = -(1 << 30)
 
 RED3_NEG_MODES = ("no_meld", "no_canasta", "player_no_meld", "no_sevens_canasta", "never")

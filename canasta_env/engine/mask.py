@@ -114,7 +114,7 @@ def _draw_phase(row, prm, mask, scratch):
     for how in range(4):
         if shapes[how]:
             work = scratch[:width]
-            work[:] = row[:width]
+            L.copy_row(row, work, width)
             apply_take(work, prm, how)
             if turn_finishable(work, prm):
                 mask[A.TAKE_PILE_PAIR + how] = True
@@ -131,7 +131,7 @@ def _try_capped(row, prm, mask, scratch, action, final):
     canasta and bring the foot (P3), so it is tried on a scratch copy of the row."""
     width = prm[L.P_WIDTH]
     work = scratch[:width]
-    work[:] = row[:width]
+    L.copy_row(row, work, width)
     place_meld(work, prm, action)
     if not final and capped.only_sevens_left(work, prm):  # R5, P4: never meld down to sevens
         return

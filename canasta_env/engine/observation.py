@@ -21,6 +21,7 @@ from numba import njit
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
 from canasta_env.engine.actions import ACTION_NAMES
+from canasta_env.engine.borrow import borrowed
 from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.deal import minimum_for
 
@@ -233,8 +234,9 @@ def _encode(row, prm, div, me, out):
 def observe_kernel(data, prm, div, rows, players, out):
     """Encode row ``rows[i]`` from seat ``players[i]``'s view into ``out[i]`` (``div``: the
     declared ``divisors`` in float64)."""
+    prm, div = borrowed(prm), borrowed(div)
     for i in range(rows.shape[0]):
-        _encode(data[rows[i]], prm, div, players[i], out[i])
+        _encode(borrowed(data[rows[i]]), prm, div, players[i], borrowed(out[i]))
 
 
 def describe(params: npt.NDArray[np.int32]) -> str:
