@@ -34,7 +34,6 @@ from canasta_env.engine.deal import start_turn
 from canasta_env.engine.layout import (
     F_DEALER,
     F_GAME_RESULT,
-    F_MAX_KIND,
     F_PHASE,
     F_PILE_FROZEN,
     F_PILE_LEN,
@@ -237,7 +236,6 @@ def scenario(
     wild_inside = any(c in (JOKER, TWO) for c in pile_cards)
     row[F_PILE_FROZEN] = int(wild_inside if pile_frozen is None else pile_frozen)
     row[prm[O_DECKCOUNT]: prm[O_DECKCOUNT] + NUM_KINDS] = deck
-    row[F_MAX_KIND] = int(deck.max())
     if scores is not None:
         state.scores[0] = np.asarray(scores, dtype=np.int32)
     owner_has = (state.meld_naturals[0].sum(axis=1) + state.meld_jokers[0].sum(axis=1)

@@ -85,7 +85,6 @@ from canasta_env.engine.layout import (
     F_CUR,
     F_DEALER,
     F_GAME_RESULT,
-    F_MAX_KIND,
     F_MINIMUM,
     F_NEEDS_MIN,
     F_PHASE,
@@ -287,7 +286,6 @@ def _public_row(template: State, seen: Seen) -> tuple[npt.NDArray[np.int32], npt
     n, sides, owners = st.num_players, st.num_sides, st.num_owners
     deck = deck_counts(prm).astype(np.int64)
     row[prm[O_DECKCOUNT]: prm[O_DECKCOUNT] + NUM_KINDS] = deck
-    row[F_MAX_KIND] = int(deck.max())
     row[F_WENT_OUT], row[F_ASKER], row[F_GAME_RESULT] = -1, -1, -2
     row[F_STATUS] = ST_LIVE
     row[F_CUR], row[F_DEALER], row[F_PHASE] = seen.mover, seen.dealer, seen.phase

@@ -104,11 +104,8 @@ def deal_from_order(row, prm, order, dealer):
     n = prm[L.P_NPLAYERS]
     deck = prm[L.P_DECK]
     counts = deck_counts(prm)
-    maxk = 0
     for k in range(C.NUM_KINDS):
         row[prm[L.O_DECKCOUNT] + k] = counts[k]
-        maxk = max(maxk, counts[k])
-    row[L.F_MAX_KIND] = maxk
     row[prm[L.O_STOCK]: prm[L.O_STOCK] + deck] = order[:deck]
     row[L.F_STOCK_LEN] = deck
     row[L.F_DEALER] = dealer

@@ -39,7 +39,6 @@ F_NEEDS_MIN = 20  # the mover's side had not opened when the turn began
 F_MINIMUM = 21  # minimum of the mover's side for this hand
 F_GAME_RESULT = 22  # winning side at game end, -1 draw, -2 not over
 F_HAND_END = 23  # HE_* how the last hand ended
-F_MAX_KIND = 24  # largest count of one kind in the deck (observation scale)
 F_PLAY_CLOSED = 25  # kinds (bits of K_*) of the canastas the current play closed (R4, P3)
 HEADER = 32
 

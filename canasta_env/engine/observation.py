@@ -44,7 +44,7 @@ class Piece(NamedTuple):
 def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
     """The observation's pieces for a table of ``params`` (their order is the vector's order)."""
     n, s, o = int(params[L.P_NPLAYERS]), int(params[L.P_NSIDES]), int(params[L.P_NOWNERS])
-    maxk = float(max(int(L.deck_counts(params).max()), 1))  # the kernel's row[F_MAX_KIND]
+    maxk = float(max(int(L.deck_counts(params).max()), 1))
     deck = float(params[L.P_DECK])
     jokers = float(max(int(params[L.P_JOKERS]), 1))
     top_min = float(max(int(params[L.P_MTAB_MIN + max(int(params[L.P_MTAB_N]) - 1, 0)]), 1))

@@ -184,7 +184,8 @@ def test_observation_views_and_layout_hash() -> None:
     obs = observe(state, state.current_player)
     v = views(obs, state.params)
     assert set(v) == {p.name for p in pieces(state.params)}
-    counts = v["hand"][0] * int(state.data[0, 24])
+    (hand_divisor,) = next(p.divisor for p in pieces(state.params) if p.name == "hand")
+    counts = v["hand"][0] * hand_divisor
     assert np.allclose(counts, state.hands[0, int(state.current_player[0])])
     assert v["phase"][0, 0] == 1.0
     assert layout_hash(state.params) == layout_hash(init("classic_4p", 1).params)
