@@ -20,6 +20,7 @@ from numba import njit
 from canasta_env.engine import actions as A
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
+from canasta_env.engine.borrow import borrowed
 from canasta_env.engine.deal import deck_counts
 from canasta_env.engine.turn import meld_cards
 
@@ -206,10 +207,13 @@ def find_corrupt(data, prm, expected_prm, masks, rows, actions, report):
             return -2
     deck = deck_counts(prm)
     counts = np.zeros(C.NUM_KINDS, np.int64)
+    prm = borrowed(prm)
     for r in range(rows.shape[0]):
         b = rows[r]
-        if not _row_ok(data[b], prm, deck, counts, report):
+        row = borrowed(data[b])
+        out = borrowed(report)
+        if not _row_ok(row, prm, borrowed(deck), borrowed(counts), out):
             return r
-        if actions.shape[0] > 0 and not _action_ok(data[b], prm, masks[b], actions[r], report):
+        if actions.shape[0] > 0 and not _action_ok(row, prm, borrowed(masks[b]), actions[r], out):
             return r
     return -1
