@@ -57,8 +57,9 @@ def go_out_ok(row, prm):
     need_value = melds.go_out_value_needed(row, prm)
     if not stranded and not prm[L.P_GO_DISCARD] and _melds_entirely(row, prm, owner, h, credit, need_value):
         return True
+    discards = stranded if stranded else (1 << C.NUM_KINDS) - 1  # a stranded kind must be the discard
     for d in range(C.NUM_KINDS):
-        if h[d] == 0 or (d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0) or (stranded and not (stranded >> d) & 1):
+        if h[d] == 0 or not (discards >> d) & 1 or (d == C.SEVEN and prm[L.P_SEVEN_RULE] != 0):
             continue
         h[d] -= 1
         old = credit[d]

@@ -207,13 +207,12 @@ def find_corrupt(data, prm, expected_prm, masks, rows, actions, report):
             return -2
     deck = deck_counts(prm)
     counts = np.zeros(C.NUM_KINDS, np.int64)
-    prm = borrowed(prm)
+    prm, report = borrowed(prm), borrowed(report)
     for r in range(rows.shape[0]):
         b = rows[r]
         row = borrowed(data[b])
-        out = borrowed(report)
-        if not _row_ok(row, prm, borrowed(deck), borrowed(counts), out):
+        if not _row_ok(row, prm, borrowed(deck), borrowed(counts), report):
             return r
-        if actions.shape[0] > 0 and not _action_ok(row, prm, borrowed(masks[b]), actions[r], out):
+        if actions.shape[0] > 0 and not _action_ok(row, prm, borrowed(masks[b]), actions[r], report):
             return r
     return -1
