@@ -14,6 +14,7 @@ from canasta_env.engine.actions import END_HAND, NUM_ACTIONS
 from canasta_env.engine.borrow import borrowed
 from canasta_env.engine.deal import deal_from_order, deal_next
 from canasta_env.engine.mask import fill_mask
+from canasta_env.engine.prefetch import prefetch_next
 from canasta_env.engine.score import finish_episode
 from canasta_env.engine.turn import apply_action
 
@@ -34,6 +35,8 @@ def step_kernel(data, masks, prm, rows, actions, rewards, illegal, terminated, t
     dead_ends = 0
     for i in range(rows.shape[0]):
         b = rows[i]
+        prefetch_next(data, rows, i)
+        prefetch_next(masks, rows, i)
         row, mask = borrowed(data[b]), borrowed(masks[b])
         rewards[i, :] = 0
         events[i] = 0
@@ -92,4 +95,5 @@ def mask_rows(data, masks, prm, rows):
     _, scratch = _buffers(prm)
     prm = borrowed(prm)
     for i in range(rows.shape[0]):
+        prefetch_next(data, rows, i)
         fill_mask(borrowed(data[rows[i]]), prm, borrowed(masks[rows[i]]), borrowed(scratch))

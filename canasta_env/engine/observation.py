@@ -24,6 +24,7 @@ from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.borrow import borrowed
 from canasta_env.engine.capped import sevens_blocked
 from canasta_env.engine.deal import minimum_for
+from canasta_env.engine.prefetch import prefetch_next
 
 SCORE_CLIP = 4.0  # scores are scaled by the target and clipped to [-4, 4] targets
 NUM_PHASES = 5
@@ -236,6 +237,7 @@ def observe_kernel(data, prm, div, rows, players, out):
     declared ``divisors`` in float64)."""
     prm, div = borrowed(prm), borrowed(div)
     for i in range(rows.shape[0]):
+        prefetch_next(data, rows, i)
         _encode(borrowed(data[rows[i]]), prm, div, players[i], borrowed(out[i]))
 
 
