@@ -29,15 +29,8 @@ def _prefetch(typingctx: Any, arr: Any, index: Any) -> Any:
     return types.none(arr, index), codegen
 
 
-def _nothing(arr: Any, index: Any) -> None:
-    return None
-
-
-prefetch = _nothing if config.DISABLE_JIT else _prefetch  # type: ignore[attr-defined]
-
-
 @njit(cache=True, inline="always")
-def prefetch_next(arr, rows, i):
+def _prefetch_next(arr, rows, i):
     """Hint in the cache lines of ``arr[rows[i + 1]]``, the row a loop over ``rows`` takes next.
 
     A batch of 4,096 game rows (11 MB) does not stay in cache between steps: without the hint each
@@ -47,4 +40,12 @@ def prefetch_next(arr, rows, i):
     if i + 1 < rows.shape[0]:
         row = borrowed(arr[rows[i + 1]])
         for k in range(0, row.shape[0], 64 // row.itemsize):
-            prefetch(row, k)
+            _prefetch(row, k)
+
+
+def _no_hint(arr: Any, rows: Any, i: int) -> None:
+    return None
+
+
+# NUMBA_DISABLE_JIT runs the kernels as Python, where a hint has nothing to act on
+prefetch_next = _no_hint if config.DISABLE_JIT else _prefetch_next  # type: ignore[attr-defined]
