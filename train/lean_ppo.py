@@ -12,6 +12,9 @@ What is lean is the loop around it:
   value_net; no distribution objects): masked logits and ``log_softmax`` in fp32 (also under bf16
   autocast), entropy over the legal actions, SB3's loss (clipped surrogate + vf_coef * value MSE -
   ent_coef * entropy), per-minibatch advantage normalisation, gradient clipping;
+* on the CPU every forward (update, values, the collector's actor) runs through
+  ``train.cpu_forward`` (bf16 products under ``precision: bf16``, a fast Tanh); on a GPU, the modules
+  under autocast;
 * GAE(gamma, lambda) with SB3's bootstrap on truncation (gamma * V(final observation) added to the
   reward of a step-cap truncation).
 
@@ -48,6 +51,7 @@ from agents.checkpoint import kill_point
 from agents.learned import MASKED_LOGIT, masked_logits
 from canasta_env.gym_env import _spaces
 from canasta_env.learner import LearnerBatch, LearnerConfig
+from train import cpu_forward
 from train.ppo import TrainArgs
 
 # Log-probabilities are clamped here before ``exp``: torch's CPU ``exp`` takes a slow path on inputs
@@ -220,6 +224,13 @@ class LeanPPO:
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)
 
     # ---- collection ----------------------------------------------------------------------------
+    def _actor_logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cpu":
+            logits = cpu_forward.actor_logits(self.actor, obs, self.precision == "bf16")
+            return logits.masked_fill(~mask, MASKED_LOGIT)
+        with self._autocast():
+            return masked_logits(self.actor, obs, mask)
+
     def collect(self, buf: Rollout, gen: torch.Generator) -> None:
         """Fill ``buf`` with ``n_steps`` steps of every env, acting with ``self.actor``."""
         start = time.perf_counter()
@@ -232,8 +243,8 @@ class LeanPPO:
             kill_point("rollout")
             buf.obs[t].copy_(obs)
             buf.masks[t].copy_(mask)
-            with torch.inference_mode(), self._autocast():
-                logits = masked_logits(self.actor, obs, mask)
+            with torch.inference_mode():
+                logits = self._actor_logits(obs, mask)
             logp_all = torch.log_softmax(logits, dim=1)
             actions = torch.multinomial(probabilities(logp_all), 1, generator=gen).squeeze(1)
             buf.actions[t] = actions
@@ -271,9 +282,12 @@ class LeanPPO:
 
     # ---- update --------------------------------------------------------------------------------
     def _values(self, obs: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad(), self._autocast():
-            latent = self.policy.mlp_extractor.forward_critic(self.policy.extract_features(obs))
-            return self.policy.value_net(latent).float().flatten()
+        with torch.no_grad():
+            if self.device.type == "cpu":
+                return cpu_forward.values(self.policy, obs, self.precision == "bf16")
+            with self._autocast():
+                latent = self.policy.mlp_extractor.forward_critic(self.policy.extract_features(obs))
+                return self.policy.value_net(latent).float().flatten()
 
     def advantages(self, buf: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """GAE advantages, returns and values (T, N) under the current weights."""
@@ -303,9 +317,12 @@ class LeanPPO:
         detached. Every term is a sum over the shard divided by ``size``, so the shards of a
         minibatch add up to its mean loss."""
         a = self.args
-        with self._autocast():
-            pi, vf = self.policy.mlp_extractor(self.policy.extract_features(obs))
-            logits, values = self.policy.action_net(pi), self.policy.value_net(vf)
+        if self.device.type == "cpu":
+            logits, values = cpu_forward.heads(self.policy, obs, self.precision == "bf16")
+        else:
+            with self._autocast():
+                pi, vf = self.policy.mlp_extractor(self.policy.extract_features(obs))
+                logits, values = self.policy.action_net(pi), self.policy.value_net(vf)
         masked = logits.float().masked_fill(~masks, MASKED_LOGIT)
         logp_all = torch.log_softmax(masked, dim=1)
         logp = logp_all.gather(1, actions[:, None]).squeeze(1)
