@@ -13,7 +13,7 @@ MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategori
 def masked_logits(policy: Any, observations: Any, legal: Any) -> Any:
     """fp32 action logits of a ``MaskableActorCriticPolicy``'s actor head (features, actor MLP,
     action layer; SB3's distribution objects skipped), illegal actions at ``MASKED_LOGIT``. Torch
-    tensors in and out: the one forward that acting, collection and the ONNX export share."""
+    tensors in and out: the one forward that acting and the ONNX export share."""
     latent = policy.mlp_extractor.forward_actor(policy.extract_features(observations))
     return policy.action_net(latent).float().masked_fill(~legal, MASKED_LOGIT)
 

@@ -52,17 +52,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents import make_agent
     from train import ppo
-    from train.lean_ppo import LeanPPO, bf16_matmuls
+    from train.lean_ppo import LeanPPO
 
     torch.set_num_threads(1)
     args = ppo.load_args(ns.config, {"algo": "ppo", "device": "cpu", "num_envs": 2, "n_steps": 2})
     model = LeanPPO(args, args.rules, make_agent("random", args.rules))
     best: dict[int, float] = {}
-    with bf16_matmuls(model.precision == "bf16"):
-        for _ in range(2):
-            for threads in ns.threads:
-                ms = gradient_ms(model, threads, ns.repeats)
-                best[threads] = min(best.get(threads, ms), ms)
+    for _ in range(2):
+        for threads in ns.threads:
+            ms = gradient_ms(model, threads, ns.repeats)
+            best[threads] = min(best.get(threads, ms), ms)
     print(json.dumps({"config": ns.config, "batch_size": args.batch_size, "net_arch": args.net_arch,
                       "precision": model.precision,
                       "ms_per_gradient": {str(t): round(ms, 2) for t, ms in best.items()}}))

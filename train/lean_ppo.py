@@ -12,8 +12,8 @@ What is lean is the loop around it:
   value_net; no distribution objects): masked logits and ``log_softmax`` in fp32 (also under bf16
   autocast), entropy over the legal actions, SB3's loss (clipped surrogate + vf_coef * value MSE -
   ent_coef * entropy), per-minibatch advantage normalisation, gradient clipping;
-* on the CPU every forward (update, values, the collector's actor) runs through
-  ``train.cpu_forward`` (bf16 products under ``precision: bf16``, a fast Tanh); on a GPU, the modules
+* every forward (update, values, the collector's actor) runs through ``train.policy_forward``:
+  on the CPU with bf16 products under ``precision: bf16`` and a fast Tanh, on a GPU the modules
   under autocast;
 * GAE(gamma, lambda) with SB3's bootstrap on truncation (gamma * V(final observation) added to the
   reward of a step-cap truncation).
@@ -48,10 +48,10 @@ import numpy as np
 import torch
 
 from agents.checkpoint import kill_point
-from agents.learned import MASKED_LOGIT, masked_logits
+from agents.learned import MASKED_LOGIT
 from canasta_env.gym_env import _spaces
 from canasta_env.learner import LearnerBatch, LearnerConfig
-from train import cpu_forward
+from train import policy_forward
 from train.ppo import TrainArgs
 
 # Log-probabilities are clamped here before ``exp``: torch's CPU ``exp`` takes a slow path on inputs
@@ -67,7 +67,8 @@ def probabilities(logp: torch.Tensor) -> torch.Tensor:
 
 @contextmanager
 def bf16_matmuls(enabled: bool) -> Iterator[None]:
-    """On the CPU, bf16 is fp32 tensors whose matrix products oneDNN computes in bf16
+    """Behaviour cloning's CPU bf16 (the trainer's is ``policy_forward``): fp32 tensors whose matrix
+    products oneDNN computes in bf16
     (``torch.set_float32_matmul_precision("medium")``), restored on exit. Autocast instead casts
     every activation to bf16, and elementwise ops on bf16 tensors are slow on the CPU (a (2048, 256)
     Tanh 4-5x slower than in fp32): measured on one AMX core, a PPO update of 8,192 steps took 0.58 s
@@ -171,6 +172,8 @@ class LeanPPO:
         self.args, self.rules = args, rules
         self.device = device if device is not None else resolve_device(args.device)
         self.precision = precision or resolve_precision(args.precision, self.device)
+        # ``policy_forward``'s products: the CPU's own fp32 or bf16 path, or the modules (GPU autocast)
+        self._products = self.precision if self.device.type == "cpu" else None
         config = LearnerConfig(rules=rules, opponent=opponent, reward_mode=args.reward_mode,
                                engine_threads=args.engine_threads)
         self.batch = LearnerBatch(config, args.num_envs, "canasta train")
@@ -219,18 +222,11 @@ class LeanPPO:
         return obs, mask
 
     def _autocast(self) -> AbstractContextManager[Any]:
-        """bf16 autocast on a GPU; on the CPU bf16 is ``bf16_matmuls``, set for the whole ``learn``."""
+        """bf16 autocast on a GPU; on the CPU bf16 is ``policy_forward``'s bf16 products."""
         enabled = self.precision == "bf16" and self.device.type == "cuda"
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=enabled)
 
     # ---- collection ----------------------------------------------------------------------------
-    def _actor_logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if self.device.type == "cpu":
-            logits = cpu_forward.actor_logits(self.actor, obs, self.precision == "bf16")
-            return logits.masked_fill(~mask, MASKED_LOGIT)
-        with self._autocast():
-            return masked_logits(self.actor, obs, mask)
-
     def collect(self, buf: Rollout, gen: torch.Generator) -> None:
         """Fill ``buf`` with ``n_steps`` steps of every env, acting with ``self.actor``."""
         start = time.perf_counter()
@@ -243,8 +239,9 @@ class LeanPPO:
             kill_point("rollout")
             buf.obs[t].copy_(obs)
             buf.masks[t].copy_(mask)
-            with torch.inference_mode():
-                logits = self._actor_logits(obs, mask)
+            with torch.inference_mode(), self._autocast():
+                logits = policy_forward.actor_logits(self.actor, obs, self._products)
+            logits = logits.masked_fill(~mask, MASKED_LOGIT)
             logp_all = torch.log_softmax(logits, dim=1)
             actions = torch.multinomial(probabilities(logp_all), 1, generator=gen).squeeze(1)
             buf.actions[t] = actions
@@ -282,12 +279,8 @@ class LeanPPO:
 
     # ---- update --------------------------------------------------------------------------------
     def _values(self, obs: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            if self.device.type == "cpu":
-                return cpu_forward.values(self.policy, obs, self.precision == "bf16")
-            with self._autocast():
-                latent = self.policy.mlp_extractor.forward_critic(self.policy.extract_features(obs))
-                return self.policy.value_net(latent).float().flatten()
+        with torch.no_grad(), self._autocast():
+            return policy_forward.values(self.policy, obs, self._products)
 
     def advantages(self, buf: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """GAE advantages, returns and values (T, N) under the current weights."""
@@ -317,13 +310,9 @@ class LeanPPO:
         detached. Every term is a sum over the shard divided by ``size``, so the shards of a
         minibatch add up to its mean loss."""
         a = self.args
-        if self.device.type == "cpu":
-            logits, values = cpu_forward.heads(self.policy, obs, self.precision == "bf16")
-        else:
-            with self._autocast():
-                pi, vf = self.policy.mlp_extractor(self.policy.extract_features(obs))
-                logits, values = self.policy.action_net(pi), self.policy.value_net(vf)
-        masked = logits.float().masked_fill(~masks, MASKED_LOGIT)
+        with self._autocast():
+            logits, values = policy_forward.heads(self.policy, obs, self._products)
+        masked = logits.masked_fill(~masks, MASKED_LOGIT)
         logp_all = torch.log_softmax(masked, dim=1)
         logp = logp_all.gather(1, actions[:, None]).squeeze(1)
         entropy = -(probabilities(logp_all) * logp_all).sum(dim=1)
@@ -331,7 +320,7 @@ class LeanPPO:
         ratio = log_ratio.exp()
         clipped_ratio = ratio.clamp(1 - a.clip_range, 1 + a.clip_range)
         pg_loss = -torch.min(adv * ratio, adv * clipped_ratio).sum() / size
-        value_loss = (ret - values.float().flatten()).square().sum() / size
+        value_loss = (ret - values).square().sum() / size
         entropy_loss = -entropy.sum() / size
         loss = pg_loss + a.ent_coef * entropy_loss + a.vf_coef * value_loss
         with torch.no_grad():
@@ -415,7 +404,7 @@ class LeanPPO:
         """Collect and update until ``num_timesteps`` reaches ``total_timesteps`` (whole rollouts);
         ``on_sync(self)`` runs after every update while no collection is in flight, and returning
         ``False`` ends training there (a rollout collected meanwhile is dropped)."""
-        with bf16_matmuls(self.precision == "bf16" and self.device.type == "cpu"), self.shard_threads():
+        with self.shard_threads():
             self._learn(total_timesteps, on_sync)
 
     @contextmanager

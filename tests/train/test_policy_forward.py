@@ -1,11 +1,11 @@
-"""``train.cpu_forward`` computes the same function as the SB3 policy's modules, and its gradients."""
+"""``train.policy_forward`` computes the same function as the SB3 policy's modules, and its gradients."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from train import cpu_forward
+from train import policy_forward
 
 
 def _policy() -> torch.nn.Module:
@@ -24,22 +24,22 @@ def _reference(policy: torch.nn.Module, obs: torch.Tensor) -> tuple[torch.Tensor
 
 def test_tanh_matches_torch_and_its_gradient() -> None:
     x = torch.linspace(-30, 30, 2001, requires_grad=True)
-    y = cpu_forward.tanh(x)
+    y = policy_forward.tanh(x)
     assert torch.allclose(y, torch.tanh(x), atol=3e-7)
     (grad,) = torch.autograd.grad(y.sum(), x)
     assert torch.allclose(grad, 1 - torch.tanh(x.detach()) ** 2, atol=1e-6)
 
 
-@pytest.mark.parametrize(("bf16", "tol"), [(False, 1e-5), (True, 5e-2)])
-def test_heads_and_gradients_match_the_modules(bf16: bool, tol: float) -> None:
+@pytest.mark.parametrize(("bf16", "tol"), [("fp32", 1e-5), ("bf16", 5e-2)])
+def test_heads_and_gradients_match_the_modules(bf16: str, tol: float) -> None:
     policy = _policy()
     obs = torch.rand(64, 12, generator=torch.Generator().manual_seed(1))
-    logits, values = cpu_forward.heads(policy, obs, bf16)
+    logits, values = policy_forward.heads(policy, obs, bf16)
     ref_logits, ref_values = _reference(policy, obs)
     assert logits.dtype == values.dtype == torch.float32
     assert torch.allclose(logits, ref_logits, atol=tol) and torch.allclose(values, ref_values, atol=tol)
-    assert torch.allclose(cpu_forward.actor_logits(policy, obs, bf16), ref_logits, atol=tol)
-    assert torch.allclose(cpu_forward.values(policy, obs, bf16), ref_values, atol=tol)
+    assert torch.allclose(policy_forward.actor_logits(policy, obs, bf16), ref_logits, atol=tol)
+    assert torch.allclose(policy_forward.values(policy, obs, bf16), ref_values, atol=tol)
     params = list(policy.parameters())
     ours = torch.autograd.grad((logits.square().sum() + values.square().sum()), params)
     ref = torch.autograd.grad((ref_logits.square().sum() + ref_values.square().sum()), params)
@@ -50,7 +50,15 @@ def test_heads_and_gradients_match_the_modules(bf16: bool, tol: float) -> None:
 def test_a_changed_weight_changes_the_output() -> None:
     policy = _policy()
     obs = torch.rand(8, 12)
-    before = cpu_forward.actor_logits(policy, obs, False)
+    before = policy_forward.actor_logits(policy, obs, "fp32")
     with torch.no_grad():
         policy.action_net.weight[0, 0] += 1.0
-    assert not torch.allclose(cpu_forward.actor_logits(policy, obs, False), before)
+    assert not torch.allclose(policy_forward.actor_logits(policy, obs, "fp32"), before)
+
+
+def test_without_products_it_is_the_modules() -> None:
+    policy = _policy()
+    obs = torch.rand(8, 12)
+    logits, values = policy_forward.heads(policy, obs, None)
+    ref_logits, ref_values = _reference(policy, obs)
+    assert torch.equal(logits, ref_logits) and torch.equal(values, ref_values)

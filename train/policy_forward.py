@@ -1,11 +1,13 @@
-"""The policy's forward pass on the CPU, with the two operations torch's CPU kernels make slow done
-another way: the same function as the SB3 modules (``extract_features -> mlp_extractor ->
-action_net / value_net``), module by module, so any checkpoint's weights run through it unchanged.
+"""The lean trainer's forward pass of the policy. On a GPU it is the SB3 modules themselves (under the
+caller's autocast); on the CPU (``products`` "fp32" or "bf16") the two operations torch's CPU
+kernels make slow are done another way: the same function as the SB3 modules
+(``extract_features -> mlp_extractor -> action_net / value_net``), module by module, so any
+checkpoint's weights run through it unchanged.
 
 * ``Tanh`` is ``2 * sigmoid(2x) - 1`` with its own backward ``g * (1 - y^2)``: torch's CPU ``tanh``
   took 1.45 ms on a (2048, 256) batch where ``sigmoid`` takes 0.26 (AMD EPYC with AVX-512); the
   two agree within 2e-7.
-* With ``bf16``, every ``Linear`` casts its input and weight to bf16, multiplies in bf16 (oneDNN,
+* With ``products="bf16"``, every ``Linear`` casts its input and weight to bf16, multiplies in bf16 (oneDNN,
   fp32 accumulation) and returns fp32 with the bias added in fp32; its backward multiplies in bf16
   the same way. This is autocast's arithmetic for the products, while the activations, the losses
   and the weights stay fp32 (CPU autocast would make every activation bf16, and elementwise ops on
@@ -58,14 +60,17 @@ def tanh(x: torch.Tensor) -> torch.Tensor:
     return _Tanh.apply(x)
 
 
-def run(module: nn.Module, x: torch.Tensor, bf16: bool) -> torch.Tensor:
-    """``module(x)`` for a Linear, a Tanh or a Sequential of them (any other module is called as is)."""
+def run(module: nn.Module, x: torch.Tensor, products: str | None) -> torch.Tensor:
+    """``module(x)``: as is when ``products`` is None, else a Linear, a Tanh or a Sequential of them
+    computed as the module docstring says (any other module is called as is)."""
+    if products is None:
+        return module(x)
     if isinstance(module, nn.Sequential):
         for part in module:
-            x = run(part, x, bf16)
+            x = run(part, x, products)
         return x
     if isinstance(module, nn.Linear):
-        if bf16:
+        if products == "bf16":
             return _BF16Linear.apply(x, module.weight, module.bias)
         return nn.functional.linear(x, module.weight, module.bias)
     if isinstance(module, nn.Tanh):
@@ -73,21 +78,21 @@ def run(module: nn.Module, x: torch.Tensor, bf16: bool) -> torch.Tensor:
     return module(x)
 
 
-def actor_logits(policy: Any, obs: torch.Tensor, bf16: bool) -> torch.Tensor:
+def actor_logits(policy: Any, obs: torch.Tensor, products: str | None) -> torch.Tensor:
     """The actor head's fp32 logits, unmasked."""
-    latent = run(policy.mlp_extractor.policy_net, policy.extract_features(obs), bf16)
-    return run(policy.action_net, latent, bf16).float()
+    latent = run(policy.mlp_extractor.policy_net, policy.extract_features(obs), products)
+    return run(policy.action_net, latent, products).float()
 
 
-def values(policy: Any, obs: torch.Tensor, bf16: bool) -> torch.Tensor:
+def values(policy: Any, obs: torch.Tensor, products: str | None) -> torch.Tensor:
     """The critic's fp32 values, shape (B,)."""
-    latent = run(policy.mlp_extractor.value_net, policy.extract_features(obs), bf16)
-    return run(policy.value_net, latent, bf16).float().flatten()
+    latent = run(policy.mlp_extractor.value_net, policy.extract_features(obs), products)
+    return run(policy.value_net, latent, products).float().flatten()
 
 
-def heads(policy: Any, obs: torch.Tensor, bf16: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def heads(policy: Any, obs: torch.Tensor, products: str | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Both heads at once: fp32 logits (B, A) and values (B,), with one feature extraction."""
     features = policy.extract_features(obs)
-    pi = run(policy.mlp_extractor.policy_net, features, bf16)
-    vf = run(policy.mlp_extractor.value_net, features, bf16)
-    return run(policy.action_net, pi, bf16).float(), run(policy.value_net, vf, bf16).float().flatten()
+    pi = run(policy.mlp_extractor.policy_net, features, products)
+    vf = run(policy.mlp_extractor.value_net, features, products)
+    return run(policy.action_net, pi, products).float(), run(policy.value_net, vf, products).float().flatten()
