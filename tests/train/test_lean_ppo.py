@@ -206,6 +206,23 @@ def test_sharded_gradients_are_the_minibatch_gradient() -> None:
     assert any(not torch.equal(a, b) for a, b in zip(whole, threaded, strict=True))
 
 
+def test_sampling_follows_the_policy_and_never_picks_a_masked_action(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gumbel-max draws match the probabilities, and even a uniform draw of exactly 0 (Gumbel noise
+    of -inf without the floor) cannot hand a row with one legal action a masked one."""
+    from agents.learned import MASKED_LOGIT
+    from train.lean_ppo import sample
+
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
+    logp = torch.log_softmax(torch.log(probs).masked_fill(probs == 0, MASKED_LOGIT), dim=0)
+    draws = sample(logp.expand(200_000, -1).contiguous(), torch.Generator().manual_seed(3))
+    freq = torch.bincount(draws, minlength=5).double() / draws.numel()
+    assert torch.allclose(freq, probs.double(), atol=0.005)
+    assert freq[4] == 0
+    one_legal = torch.log_softmax(torch.full((4, 5), MASKED_LOGIT).index_fill_(1, torch.tensor([2]), 0.0), 1)
+    monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.zeros(shape))
+    assert sample(one_legal, torch.Generator()).tolist() == [2, 2, 2, 2]
+
+
 def test_gae_matches_a_hand_computation() -> None:
     """One env, three steps, an episode end after step 1: GAE by hand with constant values."""
     from train.lean_ppo import LeanPPO, Rollout
