@@ -40,7 +40,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,8 +186,7 @@ class LeanPPO:
         self.args, self.rules = args, rules
         self.device = device if device is not None else resolve_device(args.device)
         self.precision = precision or resolve_precision(args.precision, self.device)
-        # ``policy_forward``'s products: the CPU's own fp32 or bf16 path, or the modules (GPU autocast)
-        self._products = self.precision if self.device.type == "cpu" else None
+        self._products = policy_forward.for_device(self.device, self.precision)
         config = LearnerConfig(rules=rules, opponent=opponent, reward_mode=args.reward_mode,
                                engine_threads=args.engine_threads)
         self.batch = LearnerBatch(config, args.num_envs, "canasta train")
@@ -235,12 +234,6 @@ class LeanPPO:
         mask = torch.from_numpy(self.batch.action_masks()).to(self.device)
         return obs, mask
 
-    def _autocast(self) -> AbstractContextManager[Any]:
-        """bf16 autocast on a GPU; on the CPU bf16 is ``policy_forward``'s bf16 products."""
-        if self.device.type != "cuda":
-            return nullcontext()
-        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.precision == "bf16")
-
     # ---- collection ----------------------------------------------------------------------------
     def collect(self, buf: Rollout, gen: torch.Generator) -> None:
         """Fill ``buf`` with ``n_steps`` steps of every env, acting with ``self.actor``."""
@@ -255,8 +248,7 @@ class LeanPPO:
             buf.obs[t].copy_(obs)
             buf.masks[t].copy_(mask)
             with torch.inference_mode():
-                with self._autocast():
-                    logits = policy_forward.actor_logits(self.actor, obs, self._products)
+                logits = policy_forward.actor_logits(self.actor, obs, self._products)
                 logp_all = torch.log_softmax(logits.masked_fill_(~mask, MASKED_LOGIT), dim=1)
                 actions = sample(logp_all, gen)
                 buf.actions[t] = actions
@@ -294,7 +286,7 @@ class LeanPPO:
 
     # ---- update --------------------------------------------------------------------------------
     def _values(self, obs: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad(), self._autocast():
+        with torch.no_grad():
             return policy_forward.values(self.policy, obs, self._products)
 
     def advantages(self, buf: Rollout) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -325,8 +317,7 @@ class LeanPPO:
         detached. Every term is a sum over the shard divided by ``size``, so the shards of a
         minibatch add up to its mean loss."""
         a = self.args
-        with self._autocast():
-            logits, values = policy_forward.heads(self.policy, obs, self._products)
+        logits, values = policy_forward.heads(self.policy, obs, self._products)
         masked = logits.masked_fill(~masks, MASKED_LOGIT)
         logp_all = torch.log_softmax(masked, dim=1)
         logp = logp_all.gather(1, actions[:, None]).squeeze(1)

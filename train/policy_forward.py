@@ -1,5 +1,6 @@
-"""The lean trainer's forward pass of the policy. On a GPU it is the SB3 modules themselves (under the
-caller's autocast); on the CPU (``products`` "fp32" or "bf16") the two operations torch's CPU
+"""The lean trainer's forward pass of the policy, in one of four ``Products`` modes: ``None``, the SB3
+modules as they are; ``"autocast"``, the modules under bf16 autocast (a GPU's bf16); ``"fp32"`` and
+``"bf16"``, the CPU's own paths (``for_device`` picks). On the CPU the two operations torch's CPU
 kernels make slow are done another way: the same function as the SB3 modules
 (``extract_features -> mlp_extractor -> action_net / value_net``), module by module, so any
 checkpoint's weights run through it unchanged.
@@ -17,10 +18,20 @@ checkpoint's weights run through it unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Literal
 
 import torch
 from torch import nn
+
+Products = Literal["fp32", "bf16", "autocast"] | None
+
+
+def for_device(device: torch.device, precision: str) -> Products:
+    """The mode for training in ``precision`` ("fp32" or "bf16") on ``device``."""
+    if device.type == "cpu":
+        return "fp32" if precision == "fp32" else "bf16"
+    return "autocast" if precision == "bf16" else None
 
 
 class _Tanh(torch.autograd.Function):
@@ -60,10 +71,16 @@ def tanh(x: torch.Tensor) -> torch.Tensor:
     return _Tanh.apply(x)
 
 
-def run(module: nn.Module, x: torch.Tensor, products: str | None) -> torch.Tensor:
-    """``module(x)``: as is when ``products`` is None, else a Linear, a Tanh or a Sequential of them
-    computed as the module docstring says (any other module is called as is)."""
-    if products is None:
+def _context(obs: torch.Tensor, products: Products) -> AbstractContextManager[Any]:
+    if products == "autocast":
+        return torch.autocast(obs.device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def run(module: nn.Module, x: torch.Tensor, products: Products) -> torch.Tensor:
+    """``module(x)``: as is without CPU products (``None``, ``"autocast"``), else a Linear, a Tanh or
+    a Sequential of them computed as the module docstring says (any other module is called as is)."""
+    if products is None or products == "autocast":
         return module(x)
     if isinstance(module, nn.Sequential):
         for part in module:
@@ -78,21 +95,25 @@ def run(module: nn.Module, x: torch.Tensor, products: str | None) -> torch.Tenso
     return module(x)
 
 
-def actor_logits(policy: Any, obs: torch.Tensor, products: str | None) -> torch.Tensor:
+def actor_logits(policy: Any, obs: torch.Tensor, products: Products) -> torch.Tensor:
     """The actor head's fp32 logits, unmasked."""
-    latent = run(policy.mlp_extractor.policy_net, policy.extract_features(obs), products)
-    return run(policy.action_net, latent, products).float()
+    with _context(obs, products):
+        latent = run(policy.mlp_extractor.policy_net, policy.extract_features(obs), products)
+        return run(policy.action_net, latent, products).float()
 
 
-def values(policy: Any, obs: torch.Tensor, products: str | None) -> torch.Tensor:
+def values(policy: Any, obs: torch.Tensor, products: Products) -> torch.Tensor:
     """The critic's fp32 values, shape (B,)."""
-    latent = run(policy.mlp_extractor.value_net, policy.extract_features(obs), products)
-    return run(policy.value_net, latent, products).float().flatten()
+    with _context(obs, products):
+        latent = run(policy.mlp_extractor.value_net, policy.extract_features(obs), products)
+        return run(policy.value_net, latent, products).float().flatten()
 
 
-def heads(policy: Any, obs: torch.Tensor, products: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+def heads(policy: Any, obs: torch.Tensor, products: Products) -> tuple[torch.Tensor, torch.Tensor]:
     """Both heads at once: fp32 logits (B, A) and values (B,), with one feature extraction."""
-    features = policy.extract_features(obs)
-    pi = run(policy.mlp_extractor.policy_net, features, products)
-    vf = run(policy.mlp_extractor.value_net, features, products)
-    return run(policy.action_net, pi, products).float(), run(policy.value_net, vf, products).float().flatten()
+    with _context(obs, products):
+        features = policy.extract_features(obs)
+        pi = run(policy.mlp_extractor.policy_net, features, products)
+        vf = run(policy.mlp_extractor.value_net, features, products)
+        logits = run(policy.action_net, pi, products).float()
+        return logits, run(policy.value_net, vf, products).float().flatten()

@@ -30,16 +30,16 @@ def test_tanh_matches_torch_and_its_gradient() -> None:
     assert torch.allclose(grad, 1 - torch.tanh(x.detach()) ** 2, atol=1e-6)
 
 
-@pytest.mark.parametrize(("bf16", "tol"), [("fp32", 1e-5), ("bf16", 5e-2)])
-def test_heads_and_gradients_match_the_modules(bf16: str, tol: float) -> None:
+@pytest.mark.parametrize(("products", "tol"), [("fp32", 1e-5), ("bf16", 5e-2)])
+def test_heads_and_gradients_match_the_modules(products: policy_forward.Products, tol: float) -> None:
     policy = _policy()
     obs = torch.rand(64, 12, generator=torch.Generator().manual_seed(1))
-    logits, values = policy_forward.heads(policy, obs, bf16)
+    logits, values = policy_forward.heads(policy, obs, products)
     ref_logits, ref_values = _reference(policy, obs)
     assert logits.dtype == values.dtype == torch.float32
     assert torch.allclose(logits, ref_logits, atol=tol) and torch.allclose(values, ref_values, atol=tol)
-    assert torch.allclose(policy_forward.actor_logits(policy, obs, bf16), ref_logits, atol=tol)
-    assert torch.allclose(policy_forward.values(policy, obs, bf16), ref_values, atol=tol)
+    assert torch.allclose(policy_forward.actor_logits(policy, obs, products), ref_logits, atol=tol)
+    assert torch.allclose(policy_forward.values(policy, obs, products), ref_values, atol=tol)
     params = list(policy.parameters())
     ours = torch.autograd.grad((logits.square().sum() + values.square().sum()), params)
     ref = torch.autograd.grad((ref_logits.square().sum() + ref_values.square().sum()), params)
@@ -62,3 +62,16 @@ def test_without_products_it_is_the_modules() -> None:
     logits, values = policy_forward.heads(policy, obs, None)
     ref_logits, ref_values = _reference(policy, obs)
     assert torch.equal(logits, ref_logits) and torch.equal(values, ref_values)
+
+
+def test_each_device_and_precision_has_its_mode_and_autocast_runs_the_modules() -> None:
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert [policy_forward.for_device(d, p) for d in (cpu, cuda) for p in ("fp32", "bf16")] == [
+        "fp32", "bf16", None, "autocast"]
+    policy = _policy()
+    obs = torch.rand(8, 12)
+    logits, values = policy_forward.heads(policy, obs, "autocast")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref_logits, ref_values = _reference(policy, obs)
+    assert logits.dtype == torch.float32
+    assert torch.equal(logits, ref_logits.float()) and torch.equal(values, ref_values.float())
