@@ -1,7 +1,9 @@
 """Agents behind the batched protocol of ``canasta_env.policy``:
 ``act(observations, legal_action_mask, rng) -> int64 (B,)``. They see only observations and masks.
 
-``make_agent(name, rules)`` builds one by name; ``zoo:NAME`` plays a checkpoint shipped with the
+``make_agent(name, rules)`` builds one by name; ``heuristic:PROFILE`` is a profile of the style
+population (``agents.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
+``zoo:NAME`` plays a checkpoint shipped with the
 package (``agents.zoo``). Agents that decode observations are built for a rules
 preset (the observation's piece shapes depend on the table size). Further agents (the learned policy
 from a checkpoint) join the registry with ``register_agent(name, factory)``, where ``factory(rules,
@@ -30,6 +32,7 @@ from canasta_env.rules import RuleSet, load_rules
 AgentFactory = Callable[..., Agent]
 
 _REGISTRY: dict[str, AgentFactory] = {}
+STYLED = frozenset({"heuristic"})  # agents named NAME:STYLE (agents.styles)
 ENTRY_POINT_GROUP = "canasta_rl.agents"
 # Never a source of agents: importing them by a name from a config file could run anything.
 STANDARD_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "os", "sys",
@@ -63,6 +66,9 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         return _policy(rules, checkpoint=name, **kwargs)
     if name in _REGISTRY:
         return _REGISTRY[name](rules, **kwargs)
+    base, _, style = name.partition(":")
+    if base in STYLED:  # heuristic:PROFILE[,FIELD=VALUE...] (agents.styles)
+        return _REGISTRY[base](rules, style=style, **kwargs)
     shown = short_repr(name)
     plugin = _entry_point(name)
     if plugin is not None:

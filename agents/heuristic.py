@@ -103,6 +103,11 @@ class HeuristicConfig:
     go_out_margin: float = 0.0
     dump_canastas: float = 0.0  # meld wilds freely with go-out canastas - this many, if ahead
     layoff_take_pile: float = 6.0  # smallest pile taken by laying the top card off
+    keep_cards: float = 2.0  # cards held back from melding while going out is not allowed
+    danger_weight: float = 1.0  # scales the danger part of a discard's cost
+    freeze_cost: float = 140.0  # cost of a two discarded to freeze the pile (a joker: +20)
+    pair_keep: float = 60.0  # extra cost of discarding from a pair (pairs take the pile)
+    wild_free: float = 0.0  # > 0: meld wilds freely at any time, not only when opening or going out
 
     @classmethod
     def for_rules(cls, rules: RuleSet) -> HeuristicConfig:
@@ -148,6 +153,8 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
     wild_take_pile, threat_hand, late_stock, card_est = cfg[0], cfg[1], cfg[2], cfg[3]
     b3_pile, freeze_pile, pair_take_pile, go_margin = cfg[4], cfg[5], cfg[6], cfg[7]
     dump_canastas, layoff_take_pile = cfg[8], cfg[9]
+    keep_cards, danger_weight, freeze_cost, pair_keep, wild_free_always = cfg[10], cfg[11], cfg[12], \
+        cfg[13], cfg[14] > 0
     out = np.full(g.shape[0], -1, np.int64)
     for b in range(g.shape[0]):
         m = mask[b]
@@ -221,8 +228,8 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
                     discard_legal = True
             opening = row[o_turn + 1] > 0 and row[o_turn] < 100
             dump = go_out_ok and (my_canastas >= go_req - dump_canastas or h <= 3)
-            wild_free = opening or phase == 3 or threat or dump
-            keep = 0 if (go_out_ok or phase == 3) else 2  # cards to keep in hand
+            wild_free = wild_free_always or opening or phase == 3 or threat or dump
+            keep = 0.0 if (go_out_ok or phase == 3) else keep_cards  # cards to keep in hand
             best = 0.0
             for slot in range(13):
                 kind = SLOT_KIND[slot]
@@ -279,9 +286,9 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
                         continue
                     c = row[o_hand + k]
                     if k == 0:
-                        cost = 160.0 if freeze else 400.0
+                        cost = freeze_cost + 20.0 if freeze else 400.0
                     elif k == 1:
-                        cost = 140.0 if freeze else 300.0
+                        cost = freeze_cost if freeze else 300.0
                     elif k == 3:
                         cost = 0.0 if psize >= b3_pile else 25.0
                     else:
@@ -290,7 +297,7 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
                         if c >= 3:
                             cost = 90.0 + v
                         elif c == 2:
-                            cost = 60.0 + v
+                            cost = pair_keep + v
                         else:
                             cost = v
                         if row[o_melds + slot * 3] > 0:
@@ -310,7 +317,7 @@ def heuristic_kernel(g, mask, off, n, sides, owners, prm, cfg):
                             seen += row[o_known + j * 15 + k]
                         unseen = max(per_rank - seen, 0.0)
                         danger += 4.0 * unseen
-                        cost += w * danger
+                        cost += w * danger_weight * danger
                     if cost < best:
                         best = cost
                         choice = DISCARD + k
@@ -342,9 +349,19 @@ class HeuristicAgent:
     name = "heuristic"
     needs_observations = True
 
-    def __init__(self, rules: RuleSet | str, config: HeuristicConfig | None = None) -> None:
+    def __init__(self, rules: RuleSet | str, config: HeuristicConfig | None = None,
+                 style: str | None = None) -> None:
+        """``style``: a profile of ``agents.styles`` with optional field changes (``"eager"``,
+        ``"pile_fighter,freeze_pile=6"``); ``config`` and ``style`` are exclusive."""
         self.decoder = ObsDecoder(rules)
         self.rules = self.decoder.rules
+        if style is not None:
+            if config is not None:
+                raise ValueError("heuristic agent: give a config or a style, not both")
+            from agents.styles import style_config
+
+            config = style_config(style, self.rules)
+            self.name = f"heuristic:{style}"
         self.config = config or HeuristicConfig.for_rules(self.rules)
         p = self.decoder.params
         self._prm = np.array([p[P_GO_REQ], p[P_GO_BONUS], p[P_NAT_BONUS], p[P_MIX_BONUS],

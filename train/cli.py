@@ -21,8 +21,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train.ppo", "train an agent with PPO on the batched engine (--config FILE, --algo)"),
     "selfplay": ("train.selfplay", "PPO against a pool of its own past checkpoints"),
     "league": ("train.league", "PPO against a league: past checkpoints and rule agents, drawn by PFSP"),
+    "exploit": ("train.exploit", "exploitability: train a fresh PPO learner against a frozen agent, then "
+                "report its win rate on duplicate deals"),
     "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
     "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
+    "serve": ("train.web.serve", "the web table: play against agents and replay hands in the browser"),
     "tournament": ("train.tournament_cli", "round robin or gauntlet of agents and checkpoints with ratings"),
     "export": ("train.interop", "write a checkpoint as a MaskablePPO zip (--format sb3) or ONNX policy"),
     "import": ("train.import_model", "turn a MaskablePPO zip into a safe checkpoint (needs --trust)"),
@@ -46,9 +49,14 @@ EXAMPLES: dict[str, str] = {
     "league": "canasta league --config configs/train/league_classic_4p.yaml\n"
               "  canasta league --rules classic_2p --league heuristic greedy zoo:classic_2p "
               "--imitate heuristic",
+    "exploit": "canasta exploit zoo:classic_2p --rules classic_2p --budget 5000000 --deals 1000\n"
+               "  canasta exploit heuristic:rusher --rules classic_4p --budget 500000 --deals 200",
     "play": "canasta play --rules classic_2p --opponent heuristic --seed 7 --record games.jsonl\n"
             "  canasta play --rules classic_4p --human 0 --partners greedy --opponent zoo:classic_2p",
     "replay": "canasta replay games.jsonl --hand 2 --view 0",
+    "serve": "canasta serve --rules classic_2p --opponent heuristic --port 8000\n"
+             "  canasta serve --rules classic_4p --opponent zoo:classic_4p --partners heuristic "
+             "--show-policy --record-dir games/",
     "tournament": "canasta tournament --rules classic_2p --agents random greedy heuristic "
                   "--hands 2000 --duplicate --deal-set v1 --out results/\n"
                   "  canasta tournament --rules classic_4p --agents runs/a heuristic --vs runs/a "

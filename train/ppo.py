@@ -64,6 +64,12 @@ class TrainArgs:
     pfsp: bool = opt(False, "selfplay/league: draw pool members by prioritized fictitious self-play "
                      "(the learner's recent results), not uniformly (default: false; canasta league: "
                      "true)")
+    exploiter_every: int = opt(0, "league: learner steps of the main agent between exploiter rounds; each "
+                               "round trains a main exploiter afresh against the frozen main agent, and it "
+                               "joins the league for good (0: no exploiters; train.exploiter_league)")
+    exploiter_steps: int = opt(1_000_000, "league with exploiter_every: learner steps of each exploiter")
+    league_exploiters: bool = opt(False, "league with exploiter_every: each round also trains a league "
+                                  "exploiter, against the whole league and the main agent (PFSP)")
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
     imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
     imitate_epochs: int = opt(10, "with imitate: passes over them")
@@ -141,7 +147,8 @@ _RANGES: dict[str, tuple[float, float]] = {
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
-    "engine_threads": (1, 1024), "update_threads": (0, 1024),
+    "engine_threads": (1, 1024), "update_threads": (0, 1024), "exploiter_every": (0, 10**12),
+    "exploiter_steps": (1, 10**12),
 }
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -235,8 +242,16 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
         args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
     with catch_stop_signals() as stop:
         try:
-            run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
-                        strict_resume=ns.strict_resume, stop=stop)
+            if args.exploiter_every > 0:
+                if not league:
+                    raise ValueError("training option exploiter_every trains a league: use canasta league")
+                from train.exploiter_league import train_with_exploiters
+
+                run = train_with_exploiters(args, resume=ns.resume, overwrite=ns.overwrite,
+                                            strict_resume=ns.strict_resume, stop=stop)
+            else:
+                run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
+                            strict_resume=ns.strict_resume, stop=stop)
         except StoppedBeforeCheckpoint:
             print(f"stopped by {stop.signal_name} during behaviour cloning, before the first checkpoint; "
                   f"start again with: canasta {ns.command} --run-dir {args.run_dir} --resume", flush=True)
