@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray,rllib]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,train,ray,rllib,web]"
 	@touch $(STAMP)
 
 demo: venv

@@ -60,6 +60,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("openskill", "matplotlib", "tqdm", "pandas"), "eval"),
     **dict.fromkeys(("onnx", "onnxruntime"), "onnx"),
     "ray": "ray",
+    **dict.fromkeys(("starlette", "uvicorn"), "web"),
 }
 
 

@@ -1,0 +1,422 @@
+"""Games of the web table: one human seat, agents in the others, held by id in memory and on disk.
+
+A game is its rules, its seed and the list of every action played: the engine deals from the seed,
+so replaying the actions rebuilds the exact state. That list (with the move log and the agents'
+recorded top choices) is what is saved, as JSON, after every request; a page reload or a server
+restart finds the game again by id. Every finished hand is appended, as a ``canasta_env.records``
+hand record, to ``<record dir>/<game id>.jsonl``, which ``canasta replay`` and the replay page read.
+
+A human move is checked before anything changes: the game id, the seat, the version (how many
+actions the game has had: a stale page cannot play twice) and the action, which must be legal in
+the engine's mask. Then the agents play until it is the human's turn again or the game is over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from canasta_env.rules import RuleSet, load_rules
+
+GAME_FORMAT = "canasta-web-game"
+GAME_VERSION = 1
+GAME_ID = re.compile(r"[0-9a-f]{16}")
+LOG_SHOWN = 60  # moves of the log sent with each view
+TOP_K = 3
+END_TEXT = {
+    "went_out": "{who} went out",
+    "stock_out": "the stock ran out",
+    "last_red3": "the hand ended after the last stock card (a red three)",
+    "no_discard": "nobody could discard",
+    "step_cap": "the step cap was hit (hand not scored)",
+}
+
+
+class GameError(Exception):
+    """A request the table refuses; ``status`` is the HTTP status (4xx) it is answered with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Lineup:
+    """Who plays which seat: agent specs per seat (``None`` for the human) and the built agents."""
+
+    rules: RuleSet
+    specs: list[str | None]
+    agents: list[Any]
+
+    @property
+    def labels(self) -> list[str]:
+        return ["human" if s is None else s for s in self.specs]
+
+
+class AgentPool:
+    """Agents built once per name and shared by every game (a learned policy loads torch once)."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self._made: dict[str, Any] = {}
+
+    def get(self, spec: str) -> Any:
+        """The agent named ``spec`` (``agents.make_agent``); ``ValueError`` for an unknown name."""
+        if spec not in self._made:
+            from agents import make_agent
+
+            self._made[spec] = make_agent(spec, self.rules)
+        return self._made[spec]
+
+
+def lineup(pool: AgentPool, human: int, opponents: Sequence[str], partner: str | None) -> Lineup:
+    """Seat the human at ``human``; in partnership games the human's partners play ``partner``
+    (default: the first opponent), the other seats take ``opponents`` in turn."""
+    rules = pool.rules
+    n, sides = rules.num_players, rules.num_sides
+    if not 0 <= human < n:
+        raise ValueError(f"seat {human} is out of range for {n} players (0-{n - 1})")
+    if not opponents:
+        raise ValueError("name at least one opponent agent")
+    specs: list[str | None] = []
+    turn = 0
+    for p in range(n):
+        if p == human:
+            specs.append(None)
+        elif rules.partnerships and p % sides == human % sides:
+            specs.append(partner or opponents[0])
+        else:
+            specs.append(opponents[turn % len(opponents)])
+            turn += 1
+    return Lineup(rules, specs, [None if s is None else pool.get(s) for s in specs])
+
+
+def top_choices(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
+                rng: np.random.Generator) -> list[list[Any]]:
+    """An agent's top choices: ``[[name, probability], ...]`` for a learned policy, else
+    ``[[name, None]]`` for its pick (``pick``, or what it would play now)."""
+    from canasta_env.engine import ACTION_NAMES
+
+    if hasattr(agent, "action_probabilities"):
+        probs = np.asarray(agent.action_probabilities(obs, mask))[0]
+        order = np.argsort(-probs, kind="stable")[:TOP_K]
+        return [[ACTION_NAMES[int(a)], round(float(probs[a]), 4)] for a in order if mask[0, a]]
+    if pick is None:
+        pick = int(agent.act(obs, mask, rng)[0])
+    return [[ACTION_NAMES[pick], None]]
+
+
+class Game:
+    """One game at the table: the engine state, its recorder, the move log and the agents."""
+
+    def __init__(self, game_id: str, players: Lineup, seed: int, human: int, record_dir: Path, *,
+                 hands: int | None = None, show_policy: bool = False) -> None:
+        from canasta_env.engine import init
+        from canasta_env.records import BatchRecorder
+
+        self.id, self.players, self.seed, self.human = game_id, players, seed, human
+        self.hands, self.show_policy = hands, show_policy
+        self.record_dir = record_dir
+        self.labels = players.labels
+        self.state = init(players.rules, 1, seed, episode="hand" if hands == 1 else "game")
+        self.recorder = BatchRecorder(self.state, self.labels,
+                                      meta={"source": "canasta serve", "seed": seed, "game": game_id})
+        self.actions: list[int] = []
+        self.hints: list[list[list[Any]] | None] = []  # per action: the mover's top choices
+        self.log: list[dict[str, Any]] = []
+        self.hands_done = 0
+        self.hands_recorded = 0
+        self.last_hand: dict[str, Any] | None = None
+        self._hand_start = 0
+        self._replaying = False
+        self.rng = np.random.default_rng(seed)
+        self._hint_cache: tuple[int, list[list[Any]] | None] | None = None
+
+    # ---- state ---------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """How many actions the game has had: a move names the version it was chosen on."""
+        return len(self.actions)
+
+    @property
+    def record_file(self) -> Path:
+        return self.record_dir / f"{self.id}.jsonl"
+
+    def over(self) -> bool:
+        st = self.state
+        done = bool(st.terminated[0] or st.truncated[0])
+        return done or (self.hands is not None and self.hands_done >= self.hands)
+
+    def human_to_move(self) -> bool:
+        return not self.over() and int(self.state.current_player[0]) == self.human
+
+    # ---- moves ---------------------------------------------------------------------------------
+    def play(self, seat: Any, action: Any, version: Any) -> None:
+        """The human's move, checked first (``GameError`` changes nothing), then the agents'."""
+        if not _is_int(seat) or seat != self.human:
+            raise GameError(403, f"seat {_shown(seat)} is not yours: you sit at seat {self.human}")
+        if not _is_int(version):
+            raise GameError(400, "'version' must be an integer: the version of the table you moved on")
+        if version != self.version:
+            raise GameError(409, f"stale move: the table is at version {self.version}, the move was made "
+                                 f"on version {version}; reload the table")
+        if self.over():
+            raise GameError(409, "the game is over; start a new game")
+        if not self.human_to_move():
+            raise GameError(409, f"it is not your turn: seat {int(self.state.current_player[0])} is to move")
+        if not _is_int(action):
+            raise GameError(400, f"'action' must be an integer action id, got {_shown(action)}")
+        legal = self.state.legal_actions(0)
+        if action not in legal:
+            from canasta_env.engine import NUM_ACTIONS, action_name
+
+            what = action_name(action) if 0 <= action < NUM_ACTIONS else "no action"
+            raise GameError(422, f"action {action} ({what}) is not legal now; legal: {legal}")
+        self._move(self.human, int(action), None)
+        self.run_agents()
+
+    def run_agents(self) -> None:
+        """Agents play until the human is to move or the game is over."""
+        from canasta_env.engine import observe
+
+        while not self.over() and not self.human_to_move():
+            seat = int(self.state.current_player[0])
+            agent = self.players.agents[seat]
+            obs = observe(self.state, [seat])
+            mask = self.state.legal_action_mask.copy()
+            action = int(agent.act(obs, mask, self.rng)[0])
+            hint = top_choices(agent, obs, mask, action, self.rng) if self.show_policy else None
+            self._move(seat, action, hint)
+
+    def _move(self, seat: int, action: int, hint: list[list[Any]] | None) -> None:
+        from canasta_env.engine import ACTION_NAMES
+        from train.table_view import describe
+
+        hand_before = self.state.hands[0, seat].copy()
+        hand_number = int(self.state.hand_number[0]) + 1
+        records = self._step(action, hint)
+        entry: dict[str, Any] = {"i": len(self.actions) - 1, "hand": hand_number, "seat": seat,
+                                 "who": "you" if seat == self.human else self.labels[seat],
+                                 "name": ACTION_NAMES[action], "text": describe(action)}
+        if seat == self.human and ACTION_NAMES[action] == "DRAW_STOCK" \
+                and int(self.state.hand_number[0]) + 1 == hand_number:
+            from train.web.views import kinds_list
+
+            entry["drew"] = kinds_list(np.maximum(self.state.hands[0, seat] - hand_before, 0))
+        if hint is not None:
+            entry["top"] = hint
+        self.log.append(entry)
+        for record in records:
+            self._hand_over(record)
+
+    def _step(self, action: int, hint: list[list[Any]] | None) -> list[Any]:
+        """Apply one action to the engine and the recorder; returns the records of the hands it
+        ended (``_hand_over`` saves them)."""
+        from canasta_env.engine import step_one
+
+        result = step_one(self.state, action)
+        self.actions.append(action)
+        self.hints.append(hint)
+        return self.recorder.record([action], result)
+
+    def _hand_over(self, record: Any) -> None:
+        from canasta_env.records import write_records
+
+        hints = self.hints[self._hand_start: len(self.actions)]
+        if any(h is not None for h in hints):
+            record.meta["top_moves"] = hints
+        self._hand_start = len(self.actions)
+        index = self.hands_done
+        self.hands_done += 1
+        if not self._replaying or index >= self.hands_recorded:
+            write_records(self.record_file, [record])
+            self.hands_recorded = index + 1
+        who = f"P{record.went_out} ({self._seat_name(record.went_out)})" if record.went_out >= 0 else ""
+        self.last_hand = {
+            "hand": record.hand_number + 1, "end": record.end,
+            "text": END_TEXT.get(record.end, record.end).format(who=who)
+            + (" concealed" if record.concealed else ""),
+            "hand_scores": record.hand_scores, "score_parts": record.score_parts,
+            "scores": record.scores_after, "record_file": self.record_file.name, "record_index": index,
+        }
+        self.log.append({"i": len(self.actions) - 1, "hand": record.hand_number + 1, "seat": -1,
+                         "who": "table", "name": "HAND_OVER",
+                         "text": f"hand {record.hand_number + 1} over: {self.last_hand['text']}; "
+                                 f"hand scores {record.hand_scores}, game scores {record.scores_after}"})
+
+    def _seat_name(self, seat: int) -> str:
+        return "you" if seat == self.human else self.labels[seat]
+
+    # ---- what the page gets --------------------------------------------------------------------
+    def hint(self) -> list[list[Any]] | None:
+        """With ``show_policy``, on the human's turn: what an agent would play in the human's seat
+        (a learned agent's top probabilities if there is one, else a rule agent's pick)."""
+        if not self.show_policy or not self.human_to_move():
+            return None
+        if self._hint_cache is not None and self._hint_cache[0] == self.version:
+            return self._hint_cache[1]
+        from canasta_env.engine import observe
+
+        agents = [a for a in self.players.agents if a is not None]
+        learned = [a for a in agents if hasattr(a, "action_probabilities")]
+        adviser = (learned or agents)[0]
+        obs = observe(self.state, [self.human])
+        mask = self.state.legal_action_mask.copy()
+        hint = top_choices(adviser, obs, mask, None, np.random.default_rng(self.version))
+        self._hint_cache = (self.version, hint)
+        return hint
+
+    def view(self) -> dict[str, Any]:
+        """The table as the human sees it, with the legal moves on the human's turn."""
+        from train.web.views import legal_moves, table_view
+
+        view = table_view(self.state, self.human, self.labels)
+        view.update({
+            "id": self.id, "version": self.version, "seat": self.human, "seed": self.seed,
+            "your_turn": self.human_to_move(), "game_over": self.over(), "hands_done": self.hands_done,
+            "legal": legal_moves(self.state) if self.human_to_move() else [],
+            "log": self.log[-LOG_SHOWN:], "hint": self.hint(), "last_hand": self.last_hand,
+            "result": self._result() if self.over() else None, "show_policy": self.show_policy,
+            "record_file": self.record_file.name if self.hands_recorded else None,
+        })
+        return view
+
+    def _result(self) -> str:
+        st = self.state
+        result = int(st.game_result[0])
+        if st.terminated[0] and result >= -1:
+            if result == -1:
+                return "The game is a draw."
+            mine = result == self.human % st.num_sides
+            return f"Side {result} wins the game" + (" (your side)." if mine else ".")
+        if st.truncated[0]:
+            return "The game was stopped by a guard (step cap or max_hands)."
+        return f"Game over after {self.hands_done} hand(s)."
+
+    # ---- saving --------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"format": GAME_FORMAT, "version": GAME_VERSION, "id": self.id,
+                "rules": self.players.rules.to_dict(), "seats": self.players.specs, "human": self.human,
+                "seed": self.seed, "hands": self.hands, "show_policy": self.show_policy,
+                "actions": self.actions, "hints": self.hints, "log": self.log,
+                "hands_recorded": self.hands_recorded}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], pool: AgentPool, record_dir: Path) -> Game:
+        """Rebuild a saved game by replaying its actions from its seed (any error: ``ValueError``)."""
+        if data.get("format") != GAME_FORMAT or data.get("version") != GAME_VERSION:
+            raise ValueError("not a saved web game")
+        rules = load_rules(data["rules"])
+        if rules.to_dict() != pool.rules.to_dict():
+            raise ValueError(f"the game was played under other rules ({rules.name})")
+        specs = data["seats"]
+        players = Lineup(rules, specs, [None if s is None else pool.get(s) for s in specs])
+        game = cls(data["id"], players, int(data["seed"]), int(data["human"]), record_dir,
+                   hands=data["hands"], show_policy=bool(data["show_policy"]))
+        game.hands_recorded = int(data["hands_recorded"])
+        game._replaying = True
+        for action, hint in zip(data["actions"], data["hints"], strict=True):
+            for record in game._step(int(action), hint):
+                game._hand_over(record)
+        game._replaying = False
+        game.log = list(data["log"])
+        return game
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    from canasta_env.messages import short_repr
+
+    return short_repr(value, 40)
+
+
+class GameStore:
+    """Games by id: the recent ones in memory, all of them saved under ``<record dir>/games``.
+
+    One lock serialises every change: a local table serves one or a few players, and the engine
+    state of a game must never be stepped by two requests at once.
+    """
+
+    def __init__(self, pool: AgentPool, record_dir: Path, *, opponents: Sequence[str], partner: str | None,
+                 hands: int | None = None, show_policy: bool = False, keep: int = 32) -> None:
+        self.pool, self.record_dir = pool, record_dir
+        self.opponents, self.partner = list(opponents), partner
+        self.hands, self.show_policy, self.keep = hands, show_policy, keep
+        self.games_dir = record_dir / "games"
+        self.games_dir.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.RLock()
+        self._games: OrderedDict[str, Game] = OrderedDict()
+        lineup(pool, 0, self.opponents, partner)  # every agent built (and checked) before serving
+
+    def new(self, seat: Any = 0, seed: Any = None) -> Game:
+        """A new game, the agents already moved up to the human's first turn."""
+        if not _is_int(seat) or not 0 <= seat < self.pool.rules.num_players:
+            raise GameError(400, f"'seat' must be a seat number 0-{self.pool.rules.num_players - 1}, "
+                                 f"got {_shown(seat)}")
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        if not _is_int(seed) or not 0 <= seed < 2**63:
+            raise GameError(400, f"'seed' must be an integer in [0, 2**63), got {_shown(seed)}")
+        with self.lock:
+            game_id = secrets.token_hex(8)
+            players = lineup(self.pool, seat, self.opponents, self.partner)
+            game = Game(game_id, players, seed, seat, self.record_dir, hands=self.hands,
+                        show_policy=self.show_policy)
+            game.run_agents()
+            self._remember(game)
+            self.save(game)
+            return game
+
+    def get(self, game_id: str) -> Game:
+        """The game with this id, from memory or from its saved file; ``GameError`` 404 if none."""
+        if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
+            raise GameError(404, f"no game {_shown(game_id)}: game ids are 16 hex digits")
+        with self.lock:
+            if game_id in self._games:
+                self._games.move_to_end(game_id)
+                return self._games[game_id]
+            path = self.games_dir / f"{game_id}.json"
+            if not path.is_file():
+                raise GameError(404, f"no game {game_id} (unknown, or saved by another record dir)")
+            try:
+                game = Game.from_json(json.loads(path.read_text(encoding="utf-8")), self.pool,
+                                      self.record_dir)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise GameError(410, f"game {game_id} cannot be restored: {exc}") from None
+            self._remember(game)
+            return game
+
+    def move(self, game_id: str, seat: Any, action: Any, version: Any) -> Game:
+        """The human's move in a game, then the agents'; saved. ``GameError`` leaves it unchanged."""
+        with self.lock:
+            game = self.get(game_id)
+            game.play(seat, action, version)
+            self.save(game)
+            return game
+
+    def _remember(self, game: Game) -> None:
+        self._games[game.id] = game
+        self._games.move_to_end(game.id)
+        while len(self._games) > self.keep:
+            self._games.popitem(last=False)
+
+    def save(self, game: Game) -> None:
+        """Write the game's file atomically (a crash leaves the old or the new one, never half)."""
+        path = self.games_dir / f"{game.id}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(game.to_json(), separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
