@@ -47,11 +47,11 @@ STYLES: dict[str, Style] = {
                      "opponent is about to, or the stock is nearly gone",
                      {"go_out_margin": NEVER, "keep_cards": 5.0, "late_stock": 3.0, "threat_hand": 1.0},
                      PATIENT_PILE),
-    "pile_fighter": Style("takes the pile whenever a pair allows, keeps pairs to take it with, and freezes "
-                          "a pile of six with a wild",
+    "pile_fighter": Style("fights for the pile: takes a pile of three with a pair (two with a one-card "
+                          "draw), keeps pairs to take it with, and freezes a pile of six with a wild",
                           {"freeze_pile": 6.0, "freeze_cost": 100.0, "pair_keep": 100.0},
-                          {"pair_take_pile": 4.0, "wild_take_pile": 6.0},
-                          {"pair_take_pile": 2.0, "wild_take_pile": 3.0}),
+                          {"pair_take_pile": 3.0, "wild_take_pile": 4.0, "layoff_take_pile": 4.0},
+                          {"pair_take_pile": 2.0, "wild_take_pile": 2.0}),
     "builder": Style("builds canastas first: keeps three cards back and goes out only 400 points ahead",
                      {"go_out_margin": 400.0, "keep_cards": 3.0}, PATIENT_PILE, held_out=True),
     "defensive": Style("discards to deny: four times the danger weight, black threes first, freezes a pile "
