@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "league": ("train.league", "PPO against a league: past checkpoints and rule agents, drawn by PFSP"),
     "exploit": ("train.exploit", "exploitability: train a fresh PPO learner against a frozen agent, then "
                 "report its win rate on duplicate deals"),
+    "gauntlet": ("train.gauntlet", "one agent against every style profile on duplicate deals: win rates, "
+                 "held-out profiles marked, the minimum"),
     "play": ("train.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
     "replay": ("train.replay", "step through recorded hands (a --record file) from any seat's view"),
     "serve": ("train.web.serve", "the web table: play against agents and replay hands in the browser"),
@@ -51,6 +53,8 @@ EXAMPLES: dict[str, str] = {
               "--imitate heuristic",
     "exploit": "canasta exploit zoo:classic_2p --rules classic_2p --budget 5000000 --deals 1000\n"
                "  canasta exploit heuristic:rusher --rules classic_4p --budget 500000 --deals 200",
+    "gauntlet": "canasta gauntlet zoo:classic_2p --rules classic_2p --deals 1000\n"
+                "  canasta gauntlet runs/a --rules classic_4p --also greedy search --json gauntlet.json",
     "play": "canasta play --rules classic_2p --opponent heuristic --seed 7 --record games.jsonl\n"
             "  canasta play --rules classic_4p --human 0 --partners greedy --opponent zoo:classic_2p",
     "replay": "canasta replay games.jsonl --hand 2 --view 0",

@@ -65,9 +65,11 @@ class TrainArgs:
                      "(the learner's recent results), not uniformly (default: false; canasta league: "
                      "true)")
     exploiter_every: int = opt(0, "league: learner steps of the main agent between exploiter rounds; each "
-                               "round trains a main exploiter afresh against the frozen main agent, and it "
+                               "round trains a main exploiter against the frozen main agent, and it "
                                "joins the league for good (0: no exploiters; train.exploiter_league)")
     exploiter_steps: int = opt(1_000_000, "league with exploiter_every: learner steps of each exploiter")
+    exploiter_init: str = opt("main", "league with exploiter_every: an exploiter starts from the main "
+                              "agent's weights of the round (main) or afresh (fresh)")
     league_exploiters: bool = opt(False, "league with exploiter_every: each round also trains a league "
                                   "exploiter, against the whole league and the main agent (PFSP)")
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
@@ -153,7 +155,7 @@ _RANGES: dict[str, tuple[float, float]] = {
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algo": ("ppo", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
-    "precision": ("auto", "fp32", "bf16"), "reward_mode": REWARD_MODES,
+    "precision": ("auto", "fp32", "bf16"), "reward_mode": REWARD_MODES, "exploiter_init": ("main", "fresh"),
 }
 
 
