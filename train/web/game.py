@@ -362,6 +362,20 @@ class GameStore:
         self._games: OrderedDict[str, Game] = OrderedDict()
         lineup(pool, 0, self.opponents, partner)  # every agent built (and checked) before serving
 
+    def warm(self) -> None:
+        """Load the engine's and the agents' compiled kernels now (a deal, a view and one decision
+        of each agent), so the first request is answered as fast as the others."""
+        from canasta_env.engine import init, observe
+        from train.web.views import legal_moves, table_view
+
+        state = init(self.pool.rules, 1, 0)
+        seat = int(state.current_player[0])
+        table_view(state, seat, ["warm"] * state.num_players)
+        legal_moves(state)
+        obs, mask = observe(state, [seat]), state.legal_action_mask.copy()
+        for spec in {*self.opponents, *([self.partner] if self.partner else [])}:
+            self.pool.get(spec).act(obs, mask, np.random.default_rng(0))
+
     def new(self, seat: Any = 0, seed: Any = None) -> Game:
         """A new game, the agents already moved up to the human's first turn."""
         if not _is_int(seat) or not 0 <= seat < self.pool.rules.num_players:

@@ -81,6 +81,7 @@ def build_app(args: argparse.Namespace) -> object:
         print(f"canasta serve: --partners ignored: {rules.name} has no partnerships", file=sys.stderr)
     store = GameStore(AgentPool(rules), record_dir, opponents=args.opponent, partner=args.partners,
                       hands=args.hands, show_policy=args.show_policy)
+    store.warm()
     hosts = ["127.0.0.1", "localhost", "[::1]", "::1"] if args.host in LOOPBACK else None
     return create_app(store, allowed_hosts=hosts)
 
