@@ -102,9 +102,9 @@
     if (!view.your_turn) return "";
     if (selected) {
       const moves = movesFor(selected);
-      const what = selected === "pile" ? "the pile" : `a ${esc(selected)}`;
+      const what = selected === "pile" ? "the pile" : `your ${esc(selected)}`;
       const list = moves.length ? moves.map((m) => button(m)).join("") : `<span class="note">no legal move uses ${what} now</span>`;
-      return `<div class="prompt">Moves with ${what}:</div>${list}<button type="button" class="plain" id="clear">cancel</button>`;
+      return `<div class="prompt">Moves using ${what}:</div>${list}<button type="button" class="plain" id="clear">cancel</button>`;
     }
     const free = view.legal.filter((m) => !m.cards.length || m.name.startsWith("TAKE_PILE"));
     const prompt = view.phase === "draw" ? "Draw from the stock or take the pile" : "Click a card of your hand to meld, add or discard it";
