@@ -82,6 +82,8 @@ def test_non_editable_install_outside_repo(tmp_path: Path) -> None:
     assert {"classic_2p-v1.npz", "classic_3p-v1.npz", "classic_4p-v1.npz"} <= deal_sets
     assert (installed / "py.typed").is_file()
     assert (target / "bin" / "canasta").is_file()  # the console script entry point
+    web = {p.name for p in (target / "train" / "web" / "static").iterdir()}  # canasta serve's page
+    assert {"index.html", "replay.html", "table.css", "cards.js", "render.js", "table.js", "replay.js"} <= web
 
 
 def test_wheel_without_extras_in_a_fresh_venv(tmp_path: Path) -> None:
@@ -130,6 +132,11 @@ def test_wheel_without_extras_in_a_fresh_venv(tmp_path: Path) -> None:
     proc = run(str(canasta), "play", "--opponent", "greedy", "--seed", "3", stdin="1\n" * 200)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "P0 you" in proc.stdout and "Traceback" not in proc.stderr
+
+    proc = run(str(canasta), "serve", "--port", "0")  # the web extra is missing: one line that names it
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "canasta serve: error: this needs the 'web' extra (module 'uvicorn' is not installed): "
+        'pip install "canasta-rl[web]"'], proc.stderr[-2000:]
 
     proc = run(str(canasta), "tournament", "--rules", "classic_2p", "--agents", "random", "greedy",
                "--hands", "4")
