@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from train.web.game import GameError, GameStore
-from train.web.replays import hand_frames, list_records, read_file, record_path, save_upload, summary
+from train.web.replays import hand_frames, list_records, read_file, save_upload, summary
 
 MAX_BODY = 64 * 1024  # a move or a new game is well under 1 KiB
 MAX_UPLOAD = 8 * 1024 * 1024  # a record file of a few dozen hands
@@ -150,7 +150,6 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
         name, index = request.path_params["name"], request.path_params["index"]
 
         def frames() -> dict[str, Any]:
-            record_path(record_dir, name)
             hands = read_file(record_dir, name)
             if not 0 <= index < len(hands):
                 raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {index}")

@@ -15,11 +15,18 @@ import numpy as np
 
 from canasta_env.engine import ACTION_NAMES, State
 from canasta_env.engine.actions import decode
-from canasta_env.engine.cards import JOKER, KIND_NAMES, NUM_RANK_SLOTS, SLOT_KIND, SLOT_NAMES, TWO
+from canasta_env.engine.cards import (
+    CANASTA_SIZE,
+    JOKER,
+    KIND_NAMES,
+    NUM_RANK_SLOTS,
+    SLOT_KIND,
+    SLOT_NAMES,
+    TWO,
+)
 from canasta_env.engine.layout import PHASE_NAMES
 from train.table_view import describe, side_seats
 
-CANASTA_SIZE = 7
 CLOSED_KINDS = ("natural", "mixed", "wild", "sevens")
 
 
