@@ -927,14 +927,21 @@ def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> No
                           f"describes (net_arch {short_repr(net_arch)}): {'; '.join(parts)}")
 
 
+def _no_optimizer(params: Any, **kwargs: Any) -> None:
+    """Stands in for the optimizer class of a policy built only to play: building a torch
+    optimizer imports ``torch._dynamo`` (measured: 2.1 s, as long as importing torch itself)."""
+    return None
+
+
 def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_space: Any, *,
-                           device: str = "cpu") -> Any:
+                           device: str = "cpu", optimizer: bool = True) -> Any:
     """Rebuild the SB3 policy a checkpoint describes and load its weights (eval mode).
 
     Only allow-listed classes and constructor arguments are used (``allowed_classes()``,
     ``POLICY_KWARGS``), and the weights' shapes are checked against the described network before
     it is built. The spaces must match the stored ones (type, shape, dtype, n). The optimizer is
-    built but not loaded: call ``policy.optimizer.load_state_dict(ckpt.optimizer_state)`` to resume.
+    built but not loaded: call ``policy.optimizer.load_state_dict(ckpt.optimizer_state)`` to resume;
+    with ``optimizer=False`` (a policy that only plays) ``policy.optimizer`` is None.
     """
     file = ckpt.path / META_FILE
     desc: Any = ckpt.meta.get("policy")
@@ -946,6 +953,8 @@ def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_spac
     _check_weights(ckpt.path, desc, ckpt.policy_state)
     lr = _stored_lr(ckpt.optimizer_state)
     try:
+        if not optimizer:
+            kwargs = {**kwargs, "optimizer_class": _no_optimizer, "optimizer_kwargs": {}}
         policy = cls(observation_space, action_space, lambda _: lr, **kwargs)
         policy.load_state_dict(ckpt.policy_state)
     except (TypeError, ValueError, RuntimeError) as exc:

@@ -73,7 +73,7 @@ def load_policy_agent(checkpoint: str, rules: Any, deterministic: bool = True) -
                            load_optimizer=False)
     low, high = bounds(pack_params(rules))
     policy = policy_from_checkpoint(ckpt, gym.spaces.Box(low, high, dtype=np.float32),
-                                    gym.spaces.Discrete(NUM_ACTIONS))
+                                    gym.spaces.Discrete(NUM_ACTIONS), optimizer=False)
     agent = PolicyAgent(policy, deterministic=deterministic)
     agent.name = f"policy:{ckpt.path.name}"
     return agent
