@@ -3,6 +3,7 @@ requests refused without a state change, games that survive a restart, records t
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 from collections import Counter
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_drill import hostile_requests, play_random_game
+from web_drill import JSON_LINES, hostile_requests, play_random_game
 
 from canasta_env.records import read_records, replay
 
@@ -138,14 +139,19 @@ def test_replay_routes_list_read_and_upload_record_files(make_client: Any, tmp_p
     assert len(hands) == 1 and hands[0]["seats"] == ["human", "random"]
     assert client.get(f"/api/records/{name}/hands/1").status_code == 404
     body = (tmp_path / name).read_bytes()
-    up = client.post("/api/records", content=body)
+    assert client.post("/api/records", content=body).status_code == 415  # a form on another site
+    assert client.post("/api/records", content=body, headers={"content-type": "text/plain"}).status_code \
+        == 415
+    assert not list(tmp_path.glob("upload-*"))
+    up = client.post("/api/records", content=body, headers=JSON_LINES)
     assert up.status_code == 201 and up.json()["hands"] == 1
-    again = client.post("/api/records", content=body).json()
+    again = client.post("/api/records", content=body, headers=JSON_LINES).json()
     assert again == up.json()  # named by content: one copy
     assert client.get(f"/api/records/{up.json()['file']}/hands/0").json()["moves"] == \
         client.get(f"/api/records/{name}/hands/0").json()["moves"]
     tampered = body.replace(b'"actions":[', b'"actions":[0,', 1)
-    assert client.post("/api/records", content=tampered).status_code == 422  # names and actions disagree
+    tampered_up = client.post("/api/records", content=tampered, headers=JSON_LINES)
+    assert tampered_up.status_code == 422  # names and actions disagree
     (tmp_path / "broken.jsonl").write_text("not json\n")
     assert client.get("/api/records/broken.jsonl").status_code == 422
     assert not list(tmp_path.glob("*.part"))
@@ -183,3 +189,104 @@ def test_a_port_in_use_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureF
     err = capsys.readouterr().err
     assert code == 2
     assert err == f"canasta serve: error: 127.0.0.1:{port} is in use; choose another with --port\n"
+
+
+def _tampered(client: Any, tmp_path: Path, game_id: str, **changes: Any) -> Any:
+    """Rewrite saved game ``game_id`` with ``changes`` (a key set to ``...`` is removed; bytes
+    replace the whole file), then ask a restarted server for it."""
+    path = tmp_path / "games" / f"{game_id}.json"
+    good = path.read_bytes()
+    raw = changes.pop("raw", None)
+    data = {k: v for k, v in {**json.loads(good), **changes}.items() if v is not ...}
+    path.write_bytes(raw if raw is not None else json.dumps(data).encode())
+    try:
+        return client.get(f"/api/games/{game_id}")
+    finally:
+        path.write_bytes(good)
+
+
+@pytest.mark.parametrize("changes", [
+    {"raw": b"[1, 2]"},
+    {"raw": b"[" * 100_000},
+    {"raw": b"\xff\xfe"},
+    {"id": "../../escaped"},
+    {"id": "0123456789abcdef"},
+    {"rules": "/etc/passwd"},
+    {"rules": ...},
+    {"seats": [None, "/tmp/a-checkpoint.pt"]},
+    {"seats": ["random", "random"]},
+    {"seats": [None]},
+    {"human": 5},
+    {"human": 1},
+    {"human": True},
+    {"hands": "x"},
+    {"hands": 0},
+    {"seed": -1},
+    {"actions": [9999], "hints": [None]},
+    {"actions": "0"},
+    {"hints": [None]},
+    {"log": 5},
+    {"log": ["x"]},
+    {"hands_recorded": [1]},
+    {"show_policy": "yes"},
+    {"rng": {"bit_generator": "MT19937"}},
+    {"rng": 7},
+])
+def test_a_tampered_saved_game_is_a_clear_410_and_never_runs_code_or_escapes(
+        make_client: Any, tmp_path: Path, changes: dict[str, Any]) -> None:
+    client = make_client(opponents=("random",), hands=1)
+    view = client.post("/api/games", json={"seed": 3}).json()
+    r = _tampered(make_client(opponents=("random",), hands=1), tmp_path, view["id"], **changes)
+    assert r.status_code == 410, r.text
+    assert f"game {view['id']} cannot be restored: " in r.json()["error"]
+    assert "root:" not in r.text  # a file the tampered game names is never read into the answer
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [f"{view['id']}.json"]
+    assert not (tmp_path.parent / "escaped.jsonl").exists()
+    assert make_client(opponents=("random",), hands=1).get(f"/api/games/{view['id']}").json() == view
+
+
+def test_a_game_restored_from_disk_plays_on_as_the_game_kept_in_memory(make_client: Any) -> None:
+    """The agents' random stream is part of the saved game: a restart changes none of their moves."""
+    def play(client: Any, view: dict[str, Any], moves: int) -> dict[str, Any]:
+        for _ in range(moves):
+            if view["game_over"]:
+                break
+            view = play_one(client, view)
+        return view
+
+    first = make_client(opponents=("random",), hands=1)
+    view = play(first, first.post("/api/games", json={"seed": 6}).json(), 20)
+    assert not view["game_over"]
+    restarted = play(make_client(opponents=("random",), hands=1), view, 60)
+    steady = make_client(opponents=("random",), hands=1)
+    unbroken = play(steady, steady.post("/api/games", json={"seed": 6}).json(), 80)
+    same = ("id", "record_file", "last_hand")
+    assert {k: v for k, v in restarted.items() if k not in same} == \
+        {k: v for k, v in unbroken.items() if k not in same}
+
+
+def test_a_saved_game_naming_an_agent_the_server_was_not_started_with_imports_nothing(
+        make_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "planted_agent.py").write_text("import pathlib\n"
+                                               f"pathlib.Path({str(tmp_path / 'ran')!r}).touch()\n"
+                                               "def agent(rules):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    client = make_client(opponents=("random",), hands=1)
+    view = client.post("/api/games", json={"seed": 3}).json()
+    r = _tampered(make_client(opponents=("random",), hands=1), tmp_path, view["id"],
+                  seats=[None, "planted_agent:agent"])
+    assert r.status_code == 410 and "planted_agent:agent" in r.json()["error"]
+    assert not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("top", ["<b>", [1], [[["DRAW_STOCK", "1"]]], [{"name": "x"}], [[["A", 0.5, 1]]]])
+def test_recorded_top_choices_reach_the_page_only_in_the_shape_the_table_writes(
+        make_client: Any, tmp_path: Path, top: Any) -> None:
+    client = make_client(opponents=("random",), show_policy=True)
+    view = play_random_game(client, random.Random(4), seed=1)
+    (record,) = (json.loads(line) for line in (tmp_path / f"{view['id']}.jsonl").read_text().splitlines())
+    assert len(record["meta"]["top_moves"]) == len(record["actions"])
+    record["meta"]["top_moves"] = top * len(record["actions"]) if isinstance(top, list) else top
+    up = client.post("/api/records", content=json.dumps(record) + "\n", headers=JSON_LINES).json()
+    moves = client.get(f"/api/records/{up['file']}/hands/0").json()["moves"]
+    assert [m["top"] for m in moves] == [None] * len(moves)

@@ -38,6 +38,8 @@ def play_random_game(client: Any, rng: random.Random, *, seed: int, seat: int = 
 
 
 HostileRequest = Callable[[Any, dict[str, Any]], Any]
+JSON_LINES = {"content-type": "application/x-ndjson"}  # how the replay page uploads a record file
+FORM = {"content-type": "application/x-www-form-urlencoded"}  # what a form on another site can send
 
 
 def _move(view: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -93,8 +95,15 @@ def hostile_kinds() -> dict[str, HostileRequest]:
         "record path traversal": lambda c, v: c.get("/api/records/..%2Fgames%2Fx.jsonl"),
         "record not jsonl": lambda c, v: c.get("/api/records/games"),
         "record bad hand": lambda c, v: c.get("/api/records/nothing-here.jsonl/hands/0"),
-        "upload not records": lambda c, v: c.post("/api/records", content=b'{"format": "x"}\n'),
-        "upload oversized": lambda c, v: c.post("/api/records", content=b"x" * (8 * 1024 * 1024 + 1)),
+        "record huge hand index": lambda c, v: c.get("/api/records/x.jsonl/hands/" + "9" * 5000),
+        "new game from a form": lambda c, v: c.post("/api/games", content=b"", headers=FORM),
+        "new game without a type": lambda c, v: c.post("/api/games"),
+        "upload not records": lambda c, v: c.post("/api/records", content=b'{"format": "x"}\n',
+                                                  headers=JSON_LINES),
+        "upload as text": lambda c, v: c.post("/api/records", content=b"{}\n",
+                                              headers={"content-type": "text/plain"}),
+        "upload oversized": lambda c, v: c.post("/api/records", content=b"x" * (8 * 1024 * 1024 + 1),
+                                                headers=JSON_LINES),
     }
 
 

@@ -39,11 +39,13 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from canasta_env.messages import short_repr
 from train.web.game import GameError, GameStore
 from train.web.replays import hand_frames, list_records, read_file, save_upload, summary
 
 MAX_BODY = 64 * 1024  # a move or a new game is well under 1 KiB
 MAX_UPLOAD = 8 * 1024 * 1024  # a record file of a few dozen hands
+RECORD_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
 
 
 def static_dir() -> Path:
@@ -66,14 +68,21 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def check_type(request: Request, accepted: tuple[str, ...]) -> None:
+    """415 unless the body is declared as one of ``accepted``: a form or a ``no-cors`` fetch on
+    another site can only send the types a browser lets through without asking this server, and
+    none of those is accepted here, so another site cannot start games or upload files."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in accepted:
+        raise GameError(415, f"send the body as {' or '.join(accepted)}")
+
+
 async def read_json(request: Request) -> dict[str, Any]:
     """A JSON object body (at most ``MAX_BODY`` bytes, sent as ``application/json``); empty is ``{}``."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    check_type(request, ("application/json",))
     body = await read_body(request, MAX_BODY)
     if not body.strip():
         return {}
-    if kind != "application/json":  # a cross-site form cannot send JSON without the page's consent
-        raise GameError(415, "send the body as application/json")
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -138,6 +147,7 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
         return JSONResponse({"files": await run_in_threadpool(list_records, record_dir)})
 
     async def upload(request: Request) -> Response:
+        check_type(request, RECORD_TYPES)
         body = await read_body(request, MAX_UPLOAD)
         return JSONResponse(await run_in_threadpool(save_upload, record_dir, body), status_code=201)
 
@@ -147,12 +157,14 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
         return JSONResponse({"file": name, "hands": hands})
 
     async def record_hand(request: Request) -> Response:
-        name, index = request.path_params["name"], request.path_params["index"]
+        name, number = request.path_params["name"], request.path_params["index"]
+        # checked before int(): a path of 5,000 digits would raise in int(), a 500
+        index = int(number) if number.isascii() and number.isdigit() and len(number) <= 7 else -1
 
         def frames() -> dict[str, Any]:
             hands = read_file(record_dir, name)
             if not 0 <= index < len(hands):
-                raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {index}")
+                raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {short_repr(number, 40)}")
             return {"file": name, "index": index, **hand_frames(hands[index])}
 
         return JSONResponse(await run_in_threadpool(frames))
@@ -167,7 +179,7 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
         Route("/api/records", records),
         Route("/api/records", upload, methods=["POST"]),
         Route("/api/records/{name}", record_file),
-        Route("/api/records/{name}/hands/{index:int}", record_hand),
+        Route("/api/records/{name}/hands/{index}", record_hand),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
     middleware = [Middleware(GZipMiddleware, minimum_size=2048)]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from canasta_env.rules import RuleSet, load_rules
+from canasta_env.rules import RuleSet
 
 GAME_FORMAT = "canasta-web-game"
 GAME_VERSION = 1
@@ -306,32 +306,70 @@ class Game:
 
     # ---- saving --------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
+        """The saved game: what ``from_json`` replays (rules, seats, seed, every action), the
+        agents' random stream (so a restored game plays on as the one it replaces) and the log."""
         return {"format": GAME_FORMAT, "version": GAME_VERSION, "id": self.id,
                 "rules": self.players.rules.to_dict(), "seats": self.players.specs, "human": self.human,
                 "seed": self.seed, "hands": self.hands, "show_policy": self.show_policy,
                 "actions": self.actions, "hints": self.hints, "log": self.log,
-                "hands_recorded": self.hands_recorded}
+                "hands_recorded": self.hands_recorded, "rng": self.rng.bit_generator.state}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], pool: AgentPool, record_dir: Path) -> Game:
-        """Rebuild a saved game by replaying its actions from its seed (any error: ``ValueError``)."""
-        if data.get("format") != GAME_FORMAT or data.get("version") != GAME_VERSION:
-            raise ValueError("not a saved web game")
-        rules = load_rules(data["rules"])
-        if rules.to_dict() != pool.rules.to_dict():
-            raise ValueError(f"the game was played under other rules ({rules.name})")
-        specs = data["seats"]
-        players = Lineup(rules, specs, [None if s is None else pool.get(s) for s in specs])
-        game = cls(data["id"], players, int(data["seed"]), int(data["human"]), record_dir,
-                   hands=data["hands"], show_policy=bool(data["show_policy"]))
-        game.hands_recorded = int(data["hands_recorded"])
+    def from_json(cls, data: Any, pool: AgentPool, record_dir: Path, *, game_id: str,
+                  agents: set[str]) -> Game:
+        """Rebuild saved game ``game_id`` by replaying its actions from its seed (any error:
+        ``ValueError``). The file is checked first, as the server's files are writable by anyone
+        with the record dir: its id must be its file's, its rules the server's, and its seats only
+        ``agents``, the server's own (a name there could import a module or unpickle a checkpoint)."""
+        checked = _checked_save(data, pool.rules, game_id, agents)
+        specs = checked["seats"]
+        players = Lineup(pool.rules, specs, [None if s is None else pool.get(s) for s in specs])
+        game = cls(game_id, players, checked["seed"], checked["human"], record_dir,
+                   hands=checked["hands"], show_policy=checked["show_policy"])
+        game.hands_recorded = checked["hands_recorded"]
         game._replaying = True
-        for action, hint in zip(data["actions"], data["hints"], strict=True):
-            for record in game._step(int(action), hint):
+        for action, hint in zip(checked["actions"], checked["hints"], strict=True):
+            for record in game._step(action, hint):
                 game._hand_over(record)
         game._replaying = False
-        game.log = list(data["log"])
+        game.log = checked["log"]
+        if "rng" in checked:
+            game.rng.bit_generator.state = checked["rng"]
         return game
+
+
+def _checked_save(data: Any, rules: RuleSet, game_id: str, agents: set[str]) -> dict[str, Any]:
+    """A saved game's fields, each of the type ``Game.to_json`` writes; ``ValueError`` names the
+    first that is not (values the engine checks itself, such as the actions, are left to it)."""
+    if not isinstance(data, dict) or data.get("format") != GAME_FORMAT or data.get("version") != GAME_VERSION:
+        raise ValueError("not a saved web game")
+    if data.get("id") != game_id:
+        raise ValueError(f"the file holds game {_shown(data.get('id'))}")
+    if data.get("rules") != json.loads(json.dumps(rules.to_dict())):  # compared, never loaded
+        raise ValueError(f"the game was played under other rules than this server's {rules.name}")
+    n = rules.num_players
+    human, seats = data.get("human"), data.get("seats")
+    if not _is_int(human) or not 0 <= human < n:
+        raise ValueError(f"'human' {_shown(human)} is not a seat 0-{n - 1}")
+    if not isinstance(seats, list) or len(seats) != n \
+            or any((s is None) != (p == human) for p, s in enumerate(seats)):
+        raise ValueError(f"'seats' {_shown(seats)} is not {n} agent names with null at the human's seat")
+    strangers = [s for s in seats if s is not None and s not in agents]
+    if strangers:
+        raise ValueError(f"agent {_shown(strangers[0])} is not one this server plays "
+                         f"({', '.join(sorted(agents))})")
+    types: dict[str, Any] = {"seed": int, "hands": (int, type(None)), "show_policy": bool,
+                             "actions": list, "hints": list, "log": list, "hands_recorded": int}
+    for key, kind in types.items():
+        if not isinstance(data.get(key), kind) or (kind is int and isinstance(data[key], bool)):
+            raise ValueError(f"{key!r} is {_shown(data.get(key))}, not what a saved game holds")
+    if data["hands"] is not None and data["hands"] < 1 or data["hands_recorded"] < 0:
+        raise ValueError("'hands' and 'hands_recorded' must be positive")
+    if not all(_is_int(a) for a in data["actions"]) or not all(isinstance(e, dict) for e in data["log"]):
+        raise ValueError("'actions' must be action ids and 'log' move entries")
+    if "rng" in data and not isinstance(data["rng"], dict):
+        raise ValueError(f"'rng' is {_shown(data['rng'])}, not a random generator's state")
+    return data
 
 
 def _is_int(value: Any) -> bool:
@@ -355,6 +393,7 @@ class GameStore:
                  hands: int | None = None, show_policy: bool = False, keep: int = 32) -> None:
         self.pool, self.record_dir = pool, record_dir
         self.opponents, self.partner = list(opponents), partner
+        self.agents = {*self.opponents, *([partner] if partner else [])}  # the only ones a game may name
         self.hands, self.show_policy, self.keep = hands, show_policy, keep
         self.games_dir = record_dir / "games"
         self.games_dir.mkdir(parents=True, exist_ok=True)
@@ -373,7 +412,7 @@ class GameStore:
         table_view(state, seat, ["warm"] * state.num_players)
         legal_moves(state)
         obs, mask = observe(state, [seat]), state.legal_action_mask.copy()
-        for spec in {*self.opponents, *([self.partner] if self.partner else [])}:
+        for spec in self.agents:
             self.pool.get(spec).act(obs, mask, np.random.default_rng(0))
 
     def new(self, seat: Any = 0, seed: Any = None) -> Game:
@@ -407,9 +446,9 @@ class GameStore:
             if not path.is_file():
                 raise GameError(404, f"no game {game_id} (unknown, or saved by another record dir)")
             try:
-                game = Game.from_json(json.loads(path.read_text(encoding="utf-8")), self.pool,
-                                      self.record_dir)
-            except (ValueError, KeyError, TypeError) as exc:
+                game = Game.from_json(json.loads(path.read_bytes()), self.pool, self.record_dir,
+                                      game_id=game_id, agents=self.agents)
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 raise GameError(410, f"game {game_id} cannot be restored: {exc}") from None
             self._remember(game)
             return game

@@ -68,9 +68,7 @@ def hand_frames(record: Any) -> dict[str, Any]:
     from train.table_view import describe
     from train.web.views import table_view
 
-    top = record.meta.get("top_moves") if isinstance(record.meta, dict) else None
-    if not isinstance(top, list) or len(top) != len(record.actions):
-        top = [None] * len(record.actions)
+    top = _top_moves(record)
     try:
         state = start_state(record)
         frames, moves = [], []
@@ -82,13 +80,28 @@ def hand_frames(record: Any) -> dict[str, Any]:
             replay_step(record, state, i)
         frames.append(table_view(state, None, record.seats))
         check_outcome(record, state)
-        matches = True
     except RecordError as exc:
         raise GameError(422, f"the hand does not replay: {exc}") from None
     return {"rules": record.preset, "seats": record.seats, "hand_number": record.hand_number + 1,
             "end": record.end, "went_out": record.went_out, "hand_scores": record.hand_scores,
             "scores_before": record.scores_before, "scores_after": record.scores_after,
-            "frames": frames, "moves": moves, "matches": matches}
+            "frames": frames, "moves": moves, "matches": True}
+
+
+def _top_moves(record: Any) -> list[Any]:
+    """The recorded top choices per decision, or ``None`` for each where ``meta.top_moves`` is
+    absent or not what the table writes (per decision null or ``[[name, probability or null],
+    ...]``): an uploaded file's meta can hold anything, and the page draws these as they come."""
+    top = record.meta.get("top_moves")
+    if isinstance(top, list) and len(top) == len(record.actions) and all(map(_is_choices, top)):
+        return top
+    return [None] * len(record.actions)
+
+
+def _is_choices(entry: Any) -> bool:
+    return entry is None or isinstance(entry, list) and all(
+        isinstance(c, list) and len(c) == 2 and isinstance(c[0], str)
+        and (c[1] is None or isinstance(c[1], (int, float)) and not isinstance(c[1], bool)) for c in entry)
 
 
 def save_upload(record_dir: Path, body: bytes) -> dict[str, Any]:

@@ -11,8 +11,8 @@
   let hand = null; // {frames, moves, ...}
   let step = 0;
 
-  async function api(method, url, body) {
-    const r = await fetch(url, { method, body });
+  async function api(method, url, body, type) {
+    const r = await fetch(url, { method, body, headers: type ? { "content-type": type } : {} });
     const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
     if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
     return data;
@@ -98,7 +98,7 @@
 
   async function upload(file) {
     const body = await file.arrayBuffer();
-    const r = await api("POST", "/api/records", body);
+    const r = await api("POST", "/api/records", body, "application/x-ndjson");
     await listFiles(r.file);
     await openFile(r.file, 0, 0);
   }
