@@ -3,11 +3,10 @@
 
 ``make_agent(name, rules)`` builds one by name; ``heuristic:PROFILE`` is a profile of the style
 population (``agents.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
-``zoo:NAME`` plays a checkpoint shipped with the
-package (``agents.zoo``). Agents that decode observations are built for a rules
-preset (the observation's piece shapes depend on the table size). Further agents (the learned policy
-from a checkpoint) join the registry with ``register_agent(name, factory)``, where ``factory(rules,
-**kwargs)`` returns an object with ``act``.
+``zoo:NAME`` plays a checkpoint shipped with the package (``agents.zoo``). Agents that decode
+observations are built for a rules preset (the observation's piece shapes depend on the table
+size). Further agents (the learned policy from a checkpoint) join the registry with
+``register_agent(name, factory)``, where ``factory(rules, **kwargs)`` returns an object with ``act``.
 
 Agents from outside the package join without editing it, by the same names everywhere (CLI, envs,
 tournaments): ``module:attribute`` names a factory function or class in the user's code (called

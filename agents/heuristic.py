@@ -44,6 +44,11 @@ and keeps building; with a partner asking, it answers by the same test.
    opened next side, a two costs 140 and a joker 160, so a wild is discarded to freeze the pile when
    every natural discard is dangerous.
 
+The style profiles of ``agents.styles`` change these thresholds and five more: cards held back
+while going out is not allowed [``keep_cards`` = 2], the danger's weight [``danger_weight`` = 1],
+the cost of a two discarded to freeze [``freeze_cost`` = 140], the extra cost of breaking a pair
+[``pair_keep`` = 60], and wilds melded freely at any time [``wild_free`` = off].
+
 Deterministic: the rng is never used (ties go to the lowest action index).
 """
 
