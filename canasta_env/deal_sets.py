@@ -47,6 +47,15 @@ class DealSet:
     def deals(self, indices: npt.ArrayLike) -> list[ExplicitDeal]:
         return [self.deal(int(i)) for i in np.asarray(indices).ravel()]
 
+    def first(self, count: int, what: str = "deals") -> list[ExplicitDeal]:
+        """Its first ``count`` deals; a count below 1 or beyond the set is a ``ValueError`` that
+        names ``what`` asked for it (a flag, an option)."""
+        if count < 1:
+            raise ValueError(f"{what} {count} must be at least 1")
+        if count > len(self):
+            raise ValueError(f"{what} {count}: the deal set {self.name} holds fewer deals ({len(self)})")
+        return self.deals(range(count))
+
     def reference(self, i: int) -> str:
         """A stable name for deal ``i``: ``{set name}#{i}`` (with the content hash in results)."""
         return f"{self.name}#{i}"

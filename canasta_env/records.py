@@ -73,6 +73,14 @@ ACTION_LAYOUT = hashlib.sha256("\n".join(ACTION_NAMES).encode()).hexdigest()[:16
 # layout.HE_* -> how a hand ended; "unfinished": the record stops mid-hand (an interrupted game)
 END_NAMES = {1: "went_out", 2: "stock_out", 3: "last_red3", 4: "no_discard", 5: "step_cap"}
 ENDS = (*END_NAMES.values(), "unfinished")
+# how a record's end reads to a player ({who}: the seat that went out)
+END_TEXT = {
+    "went_out": "{who} went out",
+    "stock_out": "the stock ran out",
+    "last_red3": "the hand ended after the last stock card (a red three)",
+    "no_discard": "nobody could discard",
+    "step_cap": "the step cap was hit (hand not scored)",
+}
 
 
 class RecordError(ValueError):

@@ -11,7 +11,6 @@ and saves the page. Needs the system Chromium (/usr/bin/chromium) and the ``web`
 from __future__ import annotations
 
 import argparse
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,15 +21,9 @@ from typing import Any
 
 import httpx
 
+from scripts.web_local import CHROMIUM, CHROMIUM_ARGS, free_port
+
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def choose(view: dict[str, Any]) -> int:
@@ -59,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.Popen([sys.executable, "-m", "train.cli", "serve", "--opponent", args.opponent,
@@ -73,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                     time.sleep(0.2)
             game = httpx.post(f"{url}/api/games", json={"seed": args.seed}, timeout=60).json()
             with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1400, "height": 900})
                 page.goto(f"{url}/#game={game['id']}")
                 page.wait_for_selector("#hand .card")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,18 +23,14 @@ from pathlib import Path
 
 import httpx
 
+from scripts.web_local import free_port
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(opponent: str, record_dir: str) -> tuple[subprocess.Popen[bytes], str, float, float]:
     """(process, URL, seconds to the first /api/config answer, seconds to the first new game)."""
-    port = _free_port()
+    port = free_port()
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "train.cli", "serve", "--opponent", opponent, "--port",
                              str(port), "--record-dir", record_dir], cwd=REPO,

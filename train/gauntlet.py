@@ -65,9 +65,7 @@ def run(ns: argparse.Namespace) -> int:
     agent = make_agent(o.agent, rules)
     opponents = {name: make_agent(name, rules) for name in dict.fromkeys(names)}
     dset = load_deal_set(o.deal_set, rules)
-    if not 0 < o.deals <= len(dset):
-        raise ValueError(f"--deals {o.deals}: the deal set {dset.name} holds {len(dset)} deals")
-    deals = dset.deals(range(o.deals))
+    deals = dset.first(o.deals, "--deals")
     held = set(style_agent_names(held_out=True))
     print(f"{o.agent} on {rules.name}, {o.deals} deals of {dset.name} x {rules.num_sides} seatings "
           "(95% bootstrap intervals over deals; * held out of training)\n")

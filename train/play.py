@@ -39,13 +39,6 @@ HELP_TEXT = (
     "begins with it). 't' shows the table again, 'q' saves and quits, '?' shows this help."
 )
 PART_HEADERS = ("melds", "canastas", "red 3s", "going out", "cards held")  # layout.PART_NAMES
-END_TEXT = {
-    "went_out": "{who} went out",
-    "stock_out": "the stock ran out",
-    "last_red3": "the hand ended after the last stock card (a red three)",
-    "no_discard": "nobody could discard",
-    "step_cap": "the step cap was hit (hand not scored)",
-}
 
 
 class QuitGame(Exception):
@@ -271,6 +264,8 @@ class PlaySession:
             self.recorded += write_records(self.record_path, records)
 
     def _hand_over(self, record: Any) -> None:
+        from canasta_env.records import END_TEXT
+
         self._flush_log()
         self.hands_done += 1
         who = self._seat_text(record.went_out) if record.went_out >= 0 else ""

@@ -14,6 +14,7 @@ import pytest
 from web_drill import JSON_LINES, hostile_requests, play_random_game
 
 from canasta_env.records import read_records, replay
+from scripts.web_local import free_port
 
 GAMES = 30  # scripts/web_api_soak.py plays 1,000
 
@@ -157,12 +158,6 @@ def test_replay_routes_list_read_and_upload_record_files(make_client: Any, tmp_p
     assert not list(tmp_path.glob("*.part"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.parametrize(("argv", "message"), [
     (["--opponent", "no_such_agent"], "unknown agent"),
     (["--rules", "no_such_rules"], "no_such_rules"),
@@ -172,7 +167,7 @@ def test_bad_cli_input_is_one_line_error(argv: list[str], message: str, tmp_path
                                          capsys: pytest.CaptureFixture[str]) -> None:
     from train.cli import main
 
-    code = main(["serve", "--port", str(_free_port()), "--record-dir", str(tmp_path / "r"), *argv])
+    code = main(["serve", "--port", str(free_port()), "--record-dir", str(tmp_path / "r"), *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("canasta serve: error: ") and message in err
     assert len(err.strip().splitlines()) == 1

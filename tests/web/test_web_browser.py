@@ -10,7 +10,6 @@ each turn; every move is still a click in the real page. A missing Chromium fail
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,23 +21,15 @@ import httpx
 import pytest
 
 from canasta_env.records import read_records, replay
+from scripts.web_local import CHROMIUM, CHROMIUM_ARGS, free_port
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``canasta serve`` in a subprocess: (base URL, record dir)."""
-    port = _free_port()
+    port = free_port()
     record_dir = tmp_path / "records"
     cmd = [sys.executable, "-m", "train.cli", "serve", "--rules", "classic_2p", "--opponent", "heuristic",
            "--hands", "1", "--port", str(port), "--record-dir", str(record_dir)]

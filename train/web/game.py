@@ -33,13 +33,6 @@ GAME_VERSION = 1
 GAME_ID = re.compile(r"[0-9a-f]{16}")
 LOG_SHOWN = 60  # moves of the log sent with each view
 TOP_K = 3
-END_TEXT = {
-    "went_out": "{who} went out",
-    "stock_out": "the stock ran out",
-    "last_red3": "the hand ended after the last stock card (a red three)",
-    "no_discard": "nobody could discard",
-    "step_cap": "the step cap was hit (hand not scored)",
-}
 
 
 class GameError(Exception):
@@ -231,7 +224,7 @@ class Game:
         return self.recorder.record([action], result)
 
     def _hand_over(self, record: Any) -> None:
-        from canasta_env.records import write_records
+        from canasta_env.records import END_TEXT, write_records
 
         hints = self.hints[self._hand_start: len(self.actions)]
         if any(h is not None for h in hints):
