@@ -3,6 +3,8 @@
 
 ``make_agent(name, rules)`` builds one by name; ``heuristic:PROFILE`` is a profile of the style
 population (``agents.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
+``search:OPTION=VALUE,...`` is search with options (``search:rollout=zoo:classic_4p``: guided by a
+learned policy, which orders its candidates and plays its rollouts);
 ``zoo:NAME`` plays a checkpoint shipped with the package (``agents.zoo``). Agents that decode
 observations are built for a rules preset (the observation's piece shapes depend on the table
 size). Further agents (the learned policy from a checkpoint) join the registry with
@@ -31,7 +33,6 @@ from canasta_env.rules import RuleSet, load_rules
 AgentFactory = Callable[..., Agent]
 
 _REGISTRY: dict[str, AgentFactory] = {}
-STYLED = frozenset({"heuristic"})  # agents named NAME:STYLE (agents.styles)
 ENTRY_POINT_GROUP = "canasta_rl.agents"
 # Never a source of agents: importing them by a name from a config file could run anything.
 STANDARD_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | {"builtins", "os", "sys",
@@ -65,9 +66,13 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         return _policy(rules, checkpoint=name, **kwargs)
     if name in _REGISTRY:
         return _REGISTRY[name](rules, **kwargs)
-    base, _, style = name.partition(":")
-    if base in STYLED:  # heuristic:PROFILE[,FIELD=VALUE...] (agents.styles)
-        return _REGISTRY[base](rules, style=style, **kwargs)
+    base, _, spec = name.partition(":")
+    if base == "heuristic":  # heuristic:PROFILE[,FIELD=VALUE...] (agents.styles)
+        return _REGISTRY[base](rules, style=spec, **kwargs)
+    if base == "search":  # search:OPTION=VALUE,... (agents.search.search_options)
+        from agents.search import search_options
+
+        return _REGISTRY[base](rules, **{**search_options(spec), **kwargs})
     shown = short_repr(name)
     plugin = _entry_point(name)
     if plugin is not None:

@@ -36,6 +36,7 @@ policy is the heuristic by default (deterministic), or a checkpoint played deter
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from canasta_env.engine.actions import ASK_PARTNER, DISCARD, DRAW_STOCK, MELD_NN
 from canasta_env.engine.core import _observe_unchecked, _step_unchecked
 from canasta_env.engine.layout import NUM_PARAMS, O_HSCORE, P_NSIDES
 from canasta_env.engine.score import score_hand
+from canasta_env.messages import short_repr
 from canasta_env.policy import Agent
 from canasta_env.rules import RuleSet, load_rules
 from canasta_env.worlds import sample_worlds
@@ -81,6 +83,36 @@ def default_depth(rules: RuleSet) -> int:
     """Rollout depth when ``depth`` is not given: ``PARTNER_DEPTH`` at a partnership table, else
     ``DEFAULT_DEPTH``."""
     return PARTNER_DEPTH if rules.num_players > rules.num_sides else DEFAULT_DEPTH
+
+
+# Options a name ``search:OPTION=VALUE,...`` may set, with their types (``phases`` joined by ``+``).
+OPTION_TYPES: dict[str, type] = {"k": int, "n": int, "depth": int, "seed": int, "guard": float,
+                                 "min_gain": float, "rollout": str, "checkpoint": str, "phases": str}
+
+
+def search_options(spec: str) -> dict[str, Any]:
+    """The keyword arguments that ``spec`` names (the part after ``search:``), e.g.
+    ``rollout=zoo:classic_4p,k=16,phases=draw+meld``; a value cannot hold a comma. Errors name the
+    part of ``spec`` that is wrong."""
+    options: dict[str, Any] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        key, eq, text = (x.strip() for x in part.partition("="))
+        if not eq or key not in OPTION_TYPES or not text:
+            what = f"unknown option {short_repr(key)}" if eq and key not in OPTION_TYPES else (
+                f"{short_repr(part)} is not OPTION=VALUE")
+            raise ValueError(f"search options {short_repr(spec)}: {what}; options: {', '.join(OPTION_TYPES)}")
+        if key in options:
+            raise ValueError(f"search options {short_repr(spec)}: {key} is given twice")
+        kind = OPTION_TYPES[key]
+        try:
+            value = kind(text)
+        except ValueError:
+            raise ValueError(f"search options {short_repr(spec)}: {key} = {short_repr(text)} is not "
+                             f"{'an integer' if kind is int else 'a number'}") from None
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"search options {short_repr(spec)}: {key} = {short_repr(text)} is not finite")
+        options[key] = value.replace("+", ",") if key == "phases" else value
+    return options
 
 
 def _kind(action: int) -> str:

@@ -52,7 +52,8 @@ def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, 
             gamma: float, *, workers: int = 1, should_stop: Callable[[], bool] | None = None
             ) -> Demonstrations:
     """About ``steps`` teacher decisions (whole rounds of ``num_envs``) in ``num_envs`` envs
-    against ``opponent``, keeping the decisions of the episodes that finished.
+    against ``opponent`` (an agent, or a list of agents that share the envs out evenly, in order),
+    keeping the decisions of the episodes that finished.
 
     With ``workers > 1`` the envs are shared out among that many processes (``teacher`` and
     ``opponent`` are then agent names, made again in each). Every env is seeded from ``seed`` and
@@ -61,10 +62,14 @@ def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, 
     while the workers play); when it returns true, ``StoppedBeforeCheckpoint`` is raised."""
     rounds = max(1, -(-steps // num_envs))
     seeds = np.uint64(seed) + np.arange(num_envs, dtype=np.uint64)
+    opponents = list(opponent) if isinstance(opponent, (list, tuple)) else [opponent]
+    shares = [(o, c) for o, c in zip(opponents, np.array_split(seeds, len(opponents)), strict=True) if c.size]
     if workers <= 1 or num_envs < 2:
-        parts = [play(rules, teacher, opponent, seeds, rounds, gamma, should_stop)]
+        parts = [play(rules, teacher, o, c, rounds, gamma, should_stop) for o, c in shares]
     else:
-        parts = _play_in_processes(rules, teacher, opponent, seeds, rounds, gamma, workers, should_stop)
+        pieces = -(-workers // len(shares))  # every process busy while there are envs to share
+        tasks = [(o, piece) for o, c in shares for piece in np.array_split(c, pieces) if piece.size]
+        parts = _play_in_processes(rules, teacher, tasks, rounds, gamma, workers, should_stop)
     obs, masks, actions, returns, keep = (np.concatenate(a, axis=1) for a in zip(*parts, strict=True))
     flat = keep.reshape(-1)
     return Demonstrations(torch.from_numpy(obs.reshape(-1, obs.shape[-1])[flat]),
@@ -121,16 +126,16 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
 
 
-def _play_in_processes(rules: Any, teacher: Any, opponent: Any, seeds: np.ndarray, rounds: int,
+def _play_in_processes(rules: Any, teacher: Any, tasks: list[tuple[Any, np.ndarray]], rounds: int,
                        gamma: float, workers: int, should_stop: Callable[[], bool] | None
                        ) -> list[tuple[np.ndarray, ...]]:
-    for what, agent in (("teacher", teacher), ("opponent", opponent)):
+    """``play`` for each (opponent, env seeds) of ``tasks`` in ``workers`` processes, in order."""
+    for what, agent in [("teacher", teacher)] + [("opponent", o) for o, _ in tasks]:
         if not isinstance(agent, str):
             raise ValueError(f"imitate_workers > 1 needs the {what} by name, not a {type(agent).__name__}")
-    chunks = [c for c in np.array_split(seeds, workers) if c.size]
-    pool = multiprocessing.get_context("spawn").Pool(len(chunks), initializer=_ignore_interrupts)
+    pool = multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), initializer=_ignore_interrupts)
     try:
-        pending = [pool.apply_async(play, (rules, teacher, opponent, c, rounds, gamma)) for c in chunks]
+        pending = [pool.apply_async(play, (rules, teacher, o, c, rounds, gamma)) for o, c in tasks]
         while not all(p.ready() for p in pending):
             if should_stop is not None and should_stop():
                 raise StoppedBeforeCheckpoint

@@ -75,7 +75,8 @@ class TrainArgs:
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO (train.imitation)")
     imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
     imitate_epochs: int = opt(10, "with imitate: passes over them")
-    imitate_opponent: str | None = opt(None, "with imitate: the agent the teacher plays against "
+    imitate_opponent: str | None = opt(None, "with imitate: the agent the teacher plays against, or "
+                                       "'league': the league's members, the envs shared out evenly "
                                        "(default: the run's opponent; under selfplay/league the teacher)")
     imitate_workers: int = opt(1, "with imitate: processes playing the teacher's games (the same "
                                "decisions whatever the number)")
@@ -220,6 +221,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 add_arguments = add_flags
 
 
+IMITATE_LEAGUE = "league"  # imitate_opponent: the teacher plays the league's members
+
 # What ``canasta league`` sets unless the config file or a flag says otherwise.
 LEAGUE_DEFAULTS: dict[str, Any] = {"league": ["heuristic", "greedy"], "pfsp": True}
 
@@ -329,7 +332,10 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
             raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
         league = {name: make_agent(name, rules) for name in args.league}
         teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
-        if args.imitate_opponent is not None:
+        if args.imitate_opponent == IMITATE_LEAGUE and not args.league:
+            raise ValueError(f"training option imitate_opponent = {IMITATE_LEAGUE!r} needs league members "
+                             "(canasta selfplay or canasta league with 'league' set)")
+        if args.imitate_opponent not in (None, IMITATE_LEAGUE):
             make_agent(args.imitate_opponent, rules)
         init = _load_init(args, rules)
         if args.eval_deal_set is not None:
@@ -377,7 +383,13 @@ def _imitate(args: TrainArgs, rules: Any, run: Path, policy: Any, teacher: Any, 
     from train import imitation, lean_ppo, run_callback
 
     started = time.perf_counter()
-    if args.imitate_workers > 1:  # the workers make the agents again, by name
+    if args.imitate_opponent == IMITATE_LEAGUE:
+        assert args.imitate is not None
+        if args.imitate_workers > 1:  # the workers make the agents again, by name
+            teacher, against = args.imitate, list(args.league)
+        else:
+            against = [make_agent(name, rules) for name in args.league]
+    elif args.imitate_workers > 1:
         assert args.imitate is not None
         teacher, against = args.imitate, args.imitate_opponent or (args.imitate if pool is not None
                                                                    else args.opponent)
@@ -510,7 +522,7 @@ def _train_maskable(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool:
         venv.seed(args.seed + model.num_timesteps)
         model._last_obs = None  # type: ignore[assignment]
     model.set_logger(_logger(run))
-    run_callback.announce(args, run, model.num_timesteps)
+    run_callback.announce(args, run, model.num_timesteps, pool)
     start_steps = model.num_timesteps
     if init is not None and not restored:
         _start_from(model.policy, init)
@@ -546,7 +558,7 @@ def _train_lean(args: TrainArgs, rules: Any, run: Path, opponent: Any, pool: Any
         restored = restore(model, run, rules, pool, strict=strict_resume, args=args)
         model.reset_envs(args.seed + model.num_timesteps)
     logger = _logger(run)
-    run_callback.announce(args, run, model.num_timesteps)
+    run_callback.announce(args, run, model.num_timesteps, pool)
     if init is not None and not restored:
         _start_from(model.policy, init)
     if teacher is not None and not restored:

@@ -69,10 +69,15 @@ def evaluate(args: TrainArgs, rules: Any, policy: Any, num_timesteps: int,
 EVALUATIONS = "evaluations.jsonl"  # one line per evaluation: steps and each opponent's summary
 
 
-def announce(args: TrainArgs, run: Path, resumed_at: int) -> None:
-    """The first line of a run: where it writes and what it trains."""
+def announce(args: TrainArgs, run: Path, resumed_at: int, pool: Any = None) -> None:
+    """The first line of a run: where it writes and what it trains against (with a ``pool``: the
+    league's members and, unless ``latest_ratio`` is 0, the learner itself)."""
     what = f"resuming at {resumed_at:,} steps" if resumed_at else "starting"
-    print(f"canasta: {what} run {run} ({args.rules}, algo {args.algo}, opponent {args.opponent}, "
+    if pool is None:
+        against = f"opponent {args.opponent}"
+    else:
+        against = "league " + ", ".join(args.league + (["itself"] if args.latest_ratio > 0 else []))
+    print(f"canasta: {what} run {run} ({args.rules}, algo {args.algo}, {against}, "
           f"{args.total_timesteps:,} learner steps)", flush=True)
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 
 from agents import make_agent
 from agents.match import play_match
@@ -78,3 +81,26 @@ def test_search_defaults_per_table() -> None:
     two, four = make_agent("search", "classic_2p"), make_agent("search", "classic_4p")
     assert (two.k, two.depth, four.k, four.depth) == (16, 60, 32, 40)
     assert two.guard == four.guard == 1.0
+
+
+def test_search_options_by_name() -> None:
+    """``search:OPTION=VALUE,...`` sets the keyword options (phases joined by ``+``); a learned
+    rollout policy both orders the candidates and plays the rollouts."""
+    agent = make_agent("search:k=3,n=2,depth=7,guard=0.5,phases=draw+meld,rollout=greedy", "classic_2p")
+    assert (agent.k, agent.n, agent.depth, agent.guard) == (3, 2, 7, 0.5)
+    assert agent.phases.tolist() == [True, True, False, False, False]
+    assert type(agent.policy).__name__ == "GreedyAgent"
+    assert make_agent("search:k=3", "classic_2p", k=5).k == 5  # keyword arguments win
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("search:", "'' is not OPTION=VALUE"), ("search:k", "'k' is not OPTION=VALUE"),
+    ("search:width=3", "unknown option 'width'"), ("search:k=2.5", "k = '2.5' is not an integer"),
+    ("search:guard=inf", "guard = 'inf' is not finite"), ("search:n=2,n=3", "n is given twice"),
+    ("search:k=0", "need k >= 1"), ("search:phases=fly", "unknown phases"),
+    ("search:rollout=nonesuch", "unknown agent 'nonesuch'"),
+])
+def test_search_options_refuse_bad_specs_in_one_line(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        make_agent(spec, "classic_2p")
+    assert "\n" not in str(info.value)

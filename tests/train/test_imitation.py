@@ -70,3 +70,17 @@ def test_a_stop_request_ends_collection_and_cloning() -> None:
                              make_agent("random", rules), device=torch.device("cpu"), precision="fp32")
     with pytest.raises(StoppedBeforeCheckpoint):
         imitation.clone(model.policy, demos, epochs=2, batch_size=8, seed=0, should_stop=lambda: True)
+
+
+def test_the_teacher_can_play_several_opponents_sharing_the_envs() -> None:
+    """With a list of opponents each takes an even share of the envs: the same decisions in
+    processes or not, the same as one opponent when the list repeats it, others when it does not."""
+    rules = load_rules("classic_2p")
+    mixed = imitation.collect(rules, "greedy", ["random", "heuristic"], 6, 300, seed=7, gamma=0.99)
+    apart = imitation.collect(rules, "greedy", ["random", "heuristic"], 6, 300, seed=7, gamma=0.99, workers=2)
+    for field in ("obs", "masks", "actions", "returns"):
+        assert torch.equal(getattr(mixed, field), getattr(apart, field)), field
+    alone = imitation.collect(rules, "greedy", "random", 6, 300, seed=7, gamma=0.99)
+    twice = imitation.collect(rules, "greedy", ["random", "random"], 6, 300, seed=7, gamma=0.99)
+    assert torch.equal(alone.obs, twice.obs) and torch.equal(alone.actions, twice.actions)
+    assert len(alone) != len(mixed) or not torch.equal(alone.obs, mixed.obs)
