@@ -27,8 +27,7 @@ def average(paths: list[str], out_dir: str) -> str:
             raise CheckpointError(f"{c.path}: describes another network than {first.path}")
     weights = {k: torch.stack([c.policy_state[k].float() for c in ckpts]).mean(0).to(v.dtype)
                for k, v in first.policy_state.items()}
-    meta = {k: v for k, v in last.meta.items() if k not in ("format", "files")}
-    meta["averaged_from"] = [str(c.path) for c in ckpts]
+    meta = {**last.meta, "averaged_from": [str(c.path) for c in ckpts]}  # format, files: set anew
     return str(save_checkpoint(out_dir, "avg", policy_state=weights, optimizer_state=last.optimizer_state,
                                state=last.state, meta=meta))
 

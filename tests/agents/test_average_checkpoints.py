@@ -29,7 +29,7 @@ def _variant(run_dir: Path, name: str, shift: float, steps: int) -> Path:
     weights = {k: v + shift if v.is_floating_point() else v for k, v in base.policy_state.items()}
     return save_checkpoint(run_dir, name, policy_state=weights, optimizer_state=base.optimizer_state,
                            state={**base.state, "num_timesteps": steps},
-                           meta={k: v for k, v in base.meta.items() if k not in ("format", "files")})
+                           meta=base.meta)
 
 
 def test_weights_are_the_mean_and_the_rest_is_the_last_checkpoints(tmp_path: Path) -> None:
