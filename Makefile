@@ -1,8 +1,8 @@
 # canasta-rl developer tasks. Everything runs from the project virtualenv in .venv.
 #
 #   make demo    set up .venv if needed, then run the engine benchmark (`canasta bench`)
-#   make test    set up .venv if needed, then run the test suite
-#   make lint    ruff + mypy
+#   make test    set up .venv (and Chromium, for the browser test) if needed, then run the test suite
+#   make lint    ruff, mypy and the import layers (lint-imports)
 #   make warm    compile the numba kernels once (fills the on-disk cache)
 
 PYTHON ?= python3
@@ -17,7 +17,7 @@ TORCH  := torch==2.13.0
 TORCH_INDEX ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint warm
+.PHONY: help venv chromium demo test lint warm
 
 help:
 	@echo "targets: venv demo test lint warm"
@@ -35,12 +35,16 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/canasta bench
 
-test: venv
+chromium:
+	@bash scripts/ensure_chromium.sh
+
+test: venv chromium
 	$(BIN)/python -m pytest -n 2 --dist loadgroup --durations=25 -q
 
 lint: venv
 	$(BIN)/ruff check $(wildcard canasta_env agents train tests examples)
 	$(BIN)/mypy canasta_env
+	$(BIN)/lint-imports
 
 warm: venv
-	$(BIN)/python -m train.warmup
+	$(BIN)/python -m train.common.warmup

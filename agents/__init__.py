@@ -2,10 +2,10 @@
 ``act(observations, legal_action_mask, rng) -> int64 (B,)``. They see only observations and masks.
 
 ``make_agent(name, rules)`` builds one by name; ``heuristic:PROFILE`` is a profile of the style
-population (``agents.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
+population (``agents.rule_based.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
 ``search:OPTION=VALUE,...`` is search with options (``search:rollout=zoo:classic_4p``: guided by a
 learned policy, which orders its candidates and plays its rollouts);
-``zoo:NAME`` plays a checkpoint shipped with the package (``agents.zoo``). Agents that decode
+``zoo:NAME`` plays a checkpoint shipped with the package (``agents.learned.zoo``). Agents that decode
 observations are built for a rules preset (the observation's piece shapes depend on the table
 size). Further agents (the learned policy from a checkpoint) join the registry with
 ``register_agent(name, factory)``, where ``factory(rules, **kwargs)`` returns an object with ``act``.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from canasta_env.messages import short_repr
-from canasta_env.policy import Agent
+from canasta_env.policy import Agent, set_agent_factory
 from canasta_env.rules import RuleSet, load_rules
 
 AgentFactory = Callable[..., Agent]
@@ -58,8 +58,8 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         what = "is empty" if isinstance(name, str) else "is not a string"
         raise ValueError(f"agent name {short_repr(name)} {what}; name one of: {', '.join(_REGISTRY)}, "
                          "a checkpoint, zoo:NAME, module:attribute or an entry point")
-    if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.zoo)
-        from agents.zoo import zoo_path
+    if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.learned.zoo)
+        from agents.learned.zoo import zoo_path
 
         return _policy(rules, checkpoint=str(zoo_path(name)), **kwargs)
     if name not in _REGISTRY and _is_path(name):  # a checkpoint or run directory
@@ -67,7 +67,7 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     if name in _REGISTRY:
         return _REGISTRY[name](rules, **kwargs)
     base, _, spec = name.partition(":")
-    if base == "heuristic":  # heuristic:PROFILE[,FIELD=VALUE...] (agents.styles)
+    if base == "heuristic":  # heuristic:PROFILE[,FIELD=VALUE...] (agents.rule_based.styles)
         return _REGISTRY[base](rules, style=spec, **kwargs)
     if base == "search":  # search:OPTION=VALUE,... (agents.search.search_options)
         from agents.search import search_options
@@ -145,7 +145,7 @@ def _is_path(name: str) -> bool:
 
 
 def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
-    from agents.random import RandomAgent
+    from agents.rule_based.random import RandomAgent
 
     return RandomAgent(**kwargs)
 
@@ -157,7 +157,7 @@ def _greedy(rules: RuleSet | str, **kwargs: Any) -> Agent:
 
 
 def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
-    from agents.heuristic import HeuristicAgent
+    from agents.rule_based.heuristic import HeuristicAgent
 
     return HeuristicAgent(rules, **kwargs)
 
@@ -169,7 +169,7 @@ def _search(rules: RuleSet | str, **kwargs: Any) -> Agent:
 
 
 def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True) -> Agent:
-    from agents.learned import load_policy_agent
+    from agents.learned.policy import load_policy_agent
 
     return load_policy_agent(checkpoint, rules, deterministic=deterministic)
 
@@ -179,5 +179,6 @@ register_agent("greedy", _greedy)
 register_agent("heuristic", _heuristic)
 register_agent("search", _search)  # options: k, n, depth, guard, min_gain, phases, rollout, checkpoint, seed
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
+set_agent_factory(make_agent)  # the env adapters' opponents by name (canasta_env.policy.agent_by_name)
 
 __all__ = ["ENTRY_POINT_GROUP", "AgentFactory", "agent_names", "make_agent", "register_agent"]

@@ -1,4 +1,5 @@
-"""The agent protocol and the uniform random policy (so adapters need nothing above the engine).
+"""The agent protocol and the uniform random policy (so adapters need nothing above the engine),
+and the seam through which env adapters build agents by name without importing the layer above.
 
 An agent maps a batch of observations and legal-action masks to one action per row:
 ``act(observations, legal_action_mask, rng) -> int64 (B,)``.
@@ -6,7 +7,8 @@ An agent maps a batch of observations and legal-action masks to one action per r
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +29,34 @@ class Agent(Protocol):
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]: ...
+
+
+AGENT_FACTORY_GROUP = "canasta_rl.agent_factory"  # entry points: name -> module:callable
+_factory: Callable[..., Any] | None = None
+
+
+def set_agent_factory(factory: Callable[..., Any] | None) -> None:
+    """Install the function that builds an agent from its name and the rules (``agents.make_agent``
+    installs itself on import; ``None`` clears it)."""
+    global _factory
+    _factory = factory
+
+
+def agent_by_name(name: str, rules: Any) -> Any:
+    """The agent ``name`` names for ``rules``, built by the installed factory, else by the one a
+    package declares under the entry-point group ``canasta_rl.agent_factory`` (this package's own
+    ``agents`` declares ``agents:make_agent``). The env adapters call this for opponents given by
+    name, so the engine's layer never imports the agents' layer."""
+    if _factory is None:
+        from importlib.metadata import entry_points
+
+        found = sorted(entry_points(group=AGENT_FACTORY_GROUP), key=lambda e: e.name)
+        if not found:
+            raise ValueError(f"agent {name!r} given by name, but no agent factory is installed: import "
+                             "agents (pip install canasta-rl) or pass an agent object")
+        set_agent_factory(found[0].load())
+    assert _factory is not None
+    return _factory(name, rules)
 
 
 @njit(cache=True)

@@ -168,11 +168,21 @@ def scenario(
     """
     rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
     state = _new_state(rules, 1, episode)
-    prm, row = state.params, state.data[0]
-    n, sides = state.num_players, state.num_sides
-    deck = deck_counts(prm)
     used = np.zeros(NUM_KINDS, dtype=np.int64)
+    _place_hands(state, hands, used)
+    _place_melds(state, melds, used)
+    _place_closed(state, closed, used)
+    _place_reserves(state, reserves, reserve_shown, red_threes, used)
+    _lay_stock_and_pile(state, used, pile=pile, stock_top=stock_top, rest=rest, pile_frozen=pile_frozen)
+    _set_progress(state, scores=scores, opened=opened, has_melded=has_melded)
+    _set_turn(state, turn=turn, dealer=dealer, phase=phase, took_pile=took_pile, turn_value=turn_value,
+              credit=credit, new_slots=new_slots)
+    state.refresh_mask()
+    return state
 
+
+def _place_hands(state: State, hands: Sequence[str] | Mapping[int, str], used: np.ndarray) -> None:
+    n = state.num_players
     hand_items = hands.items() if isinstance(hands, Mapping) else enumerate(hands)
     for seat, text in hand_items:
         if not 0 <= seat < n:
@@ -182,26 +192,35 @@ def scenario(
             raise ScenarioError(f"hands[{seat}]: red threes are never held (C8); use red_threes")
         state.hands[0, seat] = counts
         used += counts
-    owners = state.num_owners
-    for side, text, counts, (slot, nat, jok, two) in _owner_melds(melds, owners, "melds"):
+
+
+def _place_melds(state: State, melds: Mapping[int, Sequence[str]] | None, used: np.ndarray) -> None:
+    for side, text, counts, (slot, nat, jok, two) in _owner_melds(melds, state.num_owners, "melds"):
         if state.meld_naturals[0, side, slot]:
             raise ScenarioError(f"melds[{side}]: two melds in slot of {text!r} (C14)")
         state.meld_naturals[0, side, slot] = nat
         state.meld_jokers[0, side, slot] = jok
         state.meld_twos[0, side, slot] = two
         used += counts
-    closed_slots = state.closed_slots[0]
-    for owner, text, counts, (slot, nat, jok, two) in _owner_melds(closed, owners, "closed"):
+
+
+def _place_closed(state: State, closed: Mapping[int, Sequence[str]] | None, used: np.ndarray) -> None:
+    for owner, text, counts, (slot, nat, jok, two) in _owner_melds(closed, state.num_owners, "closed"):
         if not state.params[P_CAP] or nat + jok + two != 7 or slot == 12:
             raise ScenarioError(f"closed[{owner}] {text!r}: a closed canasta is seven cards of "
                                 "a rank or of wilds, under a meld cap (R2)")
         kind = K_WILD if slot == 11 else K_SEVENS if slot + 4 == SEVEN else (
             K_NATURAL if jok + two == 0 else K_MIXED)
-        closed_slots[owner, slot] += 1
+        state.closed_slots[0, owner, slot] += 1
         state.closed_jokers[0, owner, slot] += jok
         state.closed_twos[0, owner, slot] += two
         state.closed_canastas[0, owner, kind] += 1
         used += counts
+
+
+def _place_reserves(state: State, reserves: Mapping[int, str] | None, reserve_shown: Sequence[int],
+                    red_threes: Mapping[int, int] | None, used: np.ndarray) -> None:
+    """The kitties or feet (every seat's still in hand unless described) and the red threes down."""
     state.reserve_state[0] = RES_IN_HAND
     for seat, text in (reserves or {}).items():
         counts = parse_cards(text, f"reserves[{seat}]")
@@ -211,6 +230,14 @@ def scenario(
     for seat, count in (red_threes or {}).items():
         state.red_threes[0, seat] = count
         used[RED_THREE] += count
+
+
+def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top: str, rest: str,
+                        pile_frozen: bool | None) -> None:
+    """The described pile and stock top, the deck's other cards under them; refuses a description
+    that uses more cards of a kind than the deck holds."""
+    prm, row = state.params, state.data[0]
+    deck = deck_counts(prm)
     pile_cards = card_list(pile, "pile")
     for c in pile_cards:
         used[c] += 1
@@ -236,18 +263,30 @@ def scenario(
     wild_inside = any(c in (JOKER, TWO) for c in pile_cards)
     row[F_PILE_FROZEN] = int(wild_inside if pile_frozen is None else pile_frozen)
     row[prm[O_DECKCOUNT]: prm[O_DECKCOUNT] + NUM_KINDS] = deck
+
+
+def _set_progress(state: State, *, scores: Sequence[int] | None, opened: Sequence[bool] | None,
+                  has_melded: Sequence[int] | None) -> None:
+    """Scores, which sides have opened and which seats have melded (by default from the melds)."""
+    n, sides, owners = state.num_players, state.num_sides, state.num_owners
     if scores is not None:
         state.scores[0] = np.asarray(scores, dtype=np.int32)
     owner_has = (state.meld_naturals[0].sum(axis=1) + state.meld_jokers[0].sum(axis=1)
-                 + state.meld_twos[0].sum(axis=1) + closed_slots.sum(axis=1)) > 0
+                 + state.meld_twos[0].sum(axis=1) + state.closed_slots[0].sum(axis=1)) > 0
     side_has = np.array([owner_has[s::sides].any() for s in range(sides)])
     state.opened[0] = np.asarray(side_has if opened is None else opened, dtype=np.int32)
     if has_melded is None:  # the first seat of every owner with melds
         has_melded = [next(p for p in range(n) if p % owners == o) for o in range(owners) if owner_has[o]]
     for seat in has_melded:
         state.has_melded[0, seat] = 1
+
+
+def _set_turn(state: State, *, turn: int, dealer: int | None, phase: str, took_pile: bool, turn_value: int,
+              credit: str | None, new_slots: Sequence[int]) -> None:
+    """The game live, seat ``turn`` to move in ``phase``, with what it did earlier this turn."""
+    prm, row = state.params, state.data[0]
     row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2
-    row[F_DEALER] = (turn - 1) % n if dealer is None else dealer
+    row[F_DEALER] = (turn - 1) % state.num_players if dealer is None else dealer
     start_turn(row, prm, turn)
     row[F_STATUS] = ST_LIVE
     if phase not in PHASE_NAMES[:4] or phase == "answer":
@@ -263,5 +302,3 @@ def scenario(
         row[prm[O_NEW] + slot] = 1
     if phase != "draw":
         mark_sevens_only(row, prm)
-    state.refresh_mask()
-    return state

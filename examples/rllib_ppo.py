@@ -1,5 +1,5 @@
 """PPO on Canasta with RLlib's new API stack: one action-masking policy per side (or one shared
-policy), trained on ``canasta_env.rllib_env.CanastaMultiAgentEnv`` (docs/rllib.md).
+policy), trained on ``canasta_env.envs.rllib_env.CanastaMultiAgentEnv`` (docs/rllib.md).
 
     python examples/rllib_ppo.py --rules classic_2p --iterations 1              # a local Ray
     python examples/rllib_ppo.py --rules classic_4p --iterations 100 --address auto  # a cluster
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        from canasta_env.rllib_env import play_greedy, ppo_config
-        from train.ray_units import connect
+        from canasta_env.envs.rllib_env import play_greedy, ppo_config
+        from train.evaluation.ray_units import connect
 
         config = ppo_config(args.rules, shared=args.shared, seed=args.seed, hidden=tuple(args.hidden),
                             num_env_runners=args.num_env_runners,
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(args.torch_threads)
         try:
             connect(args.address)
-        except ValueError as exc:  # train.ray_units words it for `canasta tournament --ray`
+        except ValueError as exc:  # train.evaluation.ray_units words it for `canasta tournament --ray`
             raise ValueError(str(exc).replace("--ray ", "--address ", 1)) from None
         algo = config.build_algo()
     except ModuleNotFoundError as exc:

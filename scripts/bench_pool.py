@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from agents import make_agent
-from agents.learned import PolicyAgent
-from agents.pool import PoolAgent
+from agents.learned.policy import PolicyAgent
+from agents.learned.pool import PoolAgent
 from canasta_env.engine import init, observe
 from canasta_env.policy import RowRandom, stream_keys
 

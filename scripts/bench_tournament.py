@@ -15,7 +15,7 @@ import argparse
 import time
 
 import agents.match as match_module
-from train.tournament import run
+from train.evaluation.tournament import run
 
 
 def main() -> None:

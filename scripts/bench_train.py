@@ -5,7 +5,7 @@
                                   [--precision auto|fp32|bf16] [--overlap true|false]
                                   [--field value ...] [--json]
 
-Runs ``train.ppo.train`` itself (the same envs, trainer, logger and final checkpoint as ``canasta
+Runs ``train.learning.trainer.train`` itself (the same envs, trainer, logger and final checkpoint as ``canasta
 train``) on a budget of ``--steps`` learner steps in a temporary run directory, with evaluation and
 periodic checkpoints pushed past the budget (they are occasional costs, reported by ``canasta train``
 itself). Prints one JSON object (``--json`` is accepted for clarity; the output is always JSON):
@@ -15,7 +15,7 @@ itself). Prints one JSON object (``--json`` is accepted for clarity; the output 
 * ``collect_steps_per_s`` and ``update_steps_per_s``: the rate of each phase alone;
 * ``overlap_fraction``: the share of collection time hidden behind updates (0 without overlap).
 
-``algo: ppo`` (``train.lean_ppo``) records each iteration's collection, update and wall time itself.
+``algo: ppo`` (``train.learning.lean_ppo``) records each iteration's collection, update and wall time itself.
 ``algo: maskable_ppo``: ``RunCallback`` is swapped for a subclass that times each phase of SB3's loop:
 
 * collection: ``on_rollout_start`` to ``on_rollout_end`` (``collect_rollouts``: env steps, policy
@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from train import ppo, run_callback  # noqa: E402
+from train.cli import train as train_command  # noqa: E402
+from train.learning import config, run_callback, trainer  # noqa: E402
 
 DEFAULT_CONFIG = ROOT / "configs" / "train" / "ppo_classic_2p.yaml"
 SPEED_FIELDS = ("algo", "rules", "opponent", "num_envs", "n_steps", "batch_size", "n_epochs", "net_arch",
@@ -87,7 +88,7 @@ class TimedRunCallback(run_callback.RunCallback):
                                     "collect_s": self.collect_s, "update_s": self.update_s}
 
 
-def bench(args: ppo.TrainArgs) -> dict[str, Any]:
+def bench(args: config.TrainArgs) -> dict[str, Any]:
     """Train on ``args`` (its budget) and return the timing figures."""
     if args.algo == "ppo":
         return bench_lean(args)
@@ -96,7 +97,7 @@ def bench(args: ppo.TrainArgs) -> dict[str, Any]:
     try:
         start = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):  # the run's own lines; stdout is the JSON
-            ppo.train(args)
+            trainer.train(args)
         wall = time.perf_counter() - start
     finally:
         run_callback.RunCallback = original  # type: ignore[misc]
@@ -116,9 +117,9 @@ def bench(args: ppo.TrainArgs) -> dict[str, Any]:
     }
 
 
-def bench_lean(args: ppo.TrainArgs) -> dict[str, Any]:
+def bench_lean(args: config.TrainArgs) -> dict[str, Any]:
     """``bench`` for ``algo: ppo``: the trainer's own per-iteration timings, the first excluded."""
-    from train import lean_ppo
+    from train.learning import lean_ppo
 
     made: list[lean_ppo.LeanPPO] = []
     original = lean_ppo.LeanPPO
@@ -132,7 +133,7 @@ def bench_lean(args: ppo.TrainArgs) -> dict[str, Any]:
     try:
         start = time.perf_counter()
         with contextlib.redirect_stdout(sys.stderr):  # the run's own lines; stdout is the JSON
-            ppo.train(args)
+            trainer.train(args)
         wall = time.perf_counter() - start
     finally:
         lean_ppo.LeanPPO = original  # type: ignore[misc]
@@ -163,7 +164,7 @@ def bench_lean(args: ppo.TrainArgs) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ppo.add_flags(parser)
+    train_command.add_flags(parser)
     parser.add_argument("--steps", type=int, default=200_000, help="learner steps to run")
     parser.add_argument("--json", action="store_true", help="print one JSON object (the default output)")
     parser.set_defaults(config=str(DEFAULT_CONFIG))
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
         overrides.update(total_timesteps=ns.steps, run_dir=tmp, progress=False,
                          eval_every=10**12, checkpoint_every=10**12)
-        args = ppo.load_args(ns.config, overrides)
+        args = config.load_args(ns.config, overrides)
         result = bench(args)
     print(json.dumps(result))
 

@@ -51,11 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from agents import make_agent
-    from train import ppo
-    from train.lean_ppo import LeanPPO
+    from train.learning import config
+    from train.learning.lean_ppo import LeanPPO
 
     torch.set_num_threads(1)
-    args = ppo.load_args(ns.config, {"algo": "ppo", "device": "cpu", "num_envs": 2, "n_steps": 2})
+    args = config.load_args(ns.config, {"algo": "ppo", "device": "cpu", "num_envs": 2, "n_steps": 2})
     model = LeanPPO(args, args.rules, make_agent("random", args.rules))
     best: dict[int, float] = {}
     for _ in range(2):

@@ -47,7 +47,7 @@ class LearningRun:
 def evaluate(policy: object, rules: object, deals: int = EVAL_DEALS) -> float:
     """Mean margin per deal of the deterministic policy against ``random`` on the fixed deals."""
     from agents import make_agent
-    from agents.learned import PolicyAgent
+    from agents.learned.policy import PolicyAgent
     from agents.match import play_match
 
     result = play_match(rules, PolicyAgent(policy, deterministic=True), make_agent("random", rules),
@@ -58,7 +58,7 @@ def evaluate(policy: object, rules: object, deals: int = EVAL_DEALS) -> float:
 def learning_gain(seed: int, steps: int = STEPS, algo: str = "maskable_ppo",
                   **options: object) -> LearningRun:
     """One learning run (see the module docstring); ``algo="ppo"`` trains with the lean trainer
-    (``train.lean_ppo``) at the default ``TrainArgs`` plus ``options`` (e.g. ``overlap=False``)."""
+    (``train.learning.lean_ppo``) at the default ``TrainArgs`` plus ``options`` (e.g. ``overlap=False``)."""
     if algo == "ppo":
         return _lean_gain(seed, steps, **options)
     import torch
@@ -66,9 +66,9 @@ def learning_gain(seed: int, steps: int = STEPS, algo: str = "maskable_ppo",
     from stable_baselines3.common.vec_env import VecMonitor
 
     from agents import make_agent
+    from canasta_env.envs.sb3_env import CanastaVecEnv
     from canasta_env.rules import load_rules
-    from canasta_env.sb3_env import CanastaVecEnv
-    from train.ppo import TrainArgs
+    from train.learning.config import TrainArgs
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -101,8 +101,8 @@ def _lean_gain(seed: int, steps: int, **options: object) -> LearningRun:
 
     from agents import make_agent
     from canasta_env.rules import load_rules
-    from train.lean_ppo import LeanPPO
-    from train.ppo import TrainArgs
+    from train.learning.config import TrainArgs
+    from train.learning.lean_ppo import LeanPPO
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 from agents.match import bootstrap_ci
-from train.tournament import run
+from train.evaluation.tournament import run
 
 
 def main() -> None:

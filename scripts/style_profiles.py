@@ -1,6 +1,6 @@
 """How the style profiles play: ``python scripts/style_profiles.py --rules classic_2p --deals 1000``.
 
-Each profile of ``agents.styles`` (and the plain heuristic) plays the plain heuristic on the first
+Each profile of ``agents.rule_based.styles`` (and the plain heuristic) plays the plain heuristic on the first
 ``--deals`` deals of deal set v1, every deal in both seatings. Per profile: its win rate against the
 heuristic (95% bootstrap interval), how often its side goes out, its pile takes per hand and the
 decisions of a hand, a Markdown row each (docs/agents.md).
@@ -14,7 +14,7 @@ import numpy as np
 
 from agents import make_agent
 from agents.match import bootstrap_ci, play_games
-from agents.styles import style_agent_names
+from agents.rule_based.styles import style_agent_names
 from canasta_env.deal_sets import load_deal_set
 from canasta_env.rules import load_rules
 

@@ -32,8 +32,8 @@ from canasta_env.engine import (
 from canasta_env.engine.cards import RED_THREE
 from canasta_env.engine.observation import views
 from canasta_env.engine.render import render
-from canasta_env.gym_env import CanastaEnv
-from canasta_env.learner import default_reward_scale
+from canasta_env.envs.gym_env import CanastaEnv
+from canasta_env.envs.learner import default_reward_scale
 from canasta_env.policy import RandomAgent
 from canasta_env.rules import preset_names
 from canasta_env.scenario import scenario

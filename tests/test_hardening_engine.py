@@ -183,8 +183,8 @@ def test_huge_batches_are_refused_at_once_with_the_bytes(monkeypatch: pytest.Mon
     monkeypatch.setattr(core, "available_memory", lambda: 8 * GIB)
     with pytest.raises(ValueError, match=r"needs about [\d,]+ bytes .*8,589,934,592 bytes"):
         init("classic_2p", 10**7)
-    from canasta_env.gym_env import CanastaVectorEnv
-    from canasta_env.sb3_env import CanastaVecEnv
+    from canasta_env.envs.gym_env import CanastaVectorEnv
+    from canasta_env.envs.sb3_env import CanastaVecEnv
 
     for make in (CanastaVecEnv, CanastaVectorEnv):
         with pytest.raises(ValueError, match=r"10,000,000 classic_2p envs needs about [\d,]+ bytes"):
@@ -208,7 +208,7 @@ def _legal(mask: np.ndarray) -> int:
 
 
 def test_gym_env_refuses_non_integer_actions_and_bad_seeds() -> None:
-    from canasta_env.gym_env import CanastaEnv
+    from canasta_env.envs.gym_env import CanastaEnv
 
     env = CanastaEnv("classic_2p")
     with pytest.raises(ValueError, match="Canasta-v0 reset: seed = -1 is out of range"):
@@ -227,8 +227,8 @@ def test_gym_env_refuses_non_integer_actions_and_bad_seeds() -> None:
 
 
 def test_vector_envs_refuse_non_integer_actions() -> None:
-    from canasta_env.gym_env import CanastaVectorEnv
-    from canasta_env.sb3_env import CanastaVecEnv
+    from canasta_env.envs.gym_env import CanastaVectorEnv
+    from canasta_env.envs.sb3_env import CanastaVecEnv
 
     venv = CanastaVectorEnv(2, "classic_2p")
     _, info = venv.reset(seed=1)
@@ -250,8 +250,8 @@ def test_vector_envs_refuse_non_integer_actions() -> None:
 
 
 def test_vector_env_seeds_and_sizes_are_checked_at_once() -> None:
-    from canasta_env.gym_env import CanastaVectorEnv
-    from canasta_env.sb3_env import CanastaVecEnv
+    from canasta_env.envs.gym_env import CanastaVectorEnv
+    from canasta_env.envs.sb3_env import CanastaVecEnv
 
     env = CanastaVecEnv(4, "classic_2p")
     for bad, match in ((-1, "seed = -1 is out of range"), (2**64, "out of range"),
@@ -275,7 +275,7 @@ def test_vector_env_seeds_and_sizes_are_checked_at_once() -> None:
 
 
 def test_pettingzoo_env_refuses_float_actions_and_bad_seeds() -> None:
-    from canasta_env.pettingzoo_env import raw_env
+    from canasta_env.envs.pettingzoo_env import raw_env
 
     env = raw_env("classic_2p")
     with pytest.raises(ValueError, match="canasta_v0 reset: seed = -1 is out of range"):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import train.cli
+import train.cli.main
 from agents import make_agent
 from canasta_env.engine import init, step
 from canasta_env.messages import short_repr
@@ -424,7 +424,7 @@ def test_python_built_records_are_checked_before_replay(good: dict[str, Any]) ->
 
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = train.cli.main(args)
+    code = train.cli.main.main(args)
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.cli import main as cli_main
+from train.cli.main import main as cli_main
 
 TOURNAMENT = ["tournament", "--agents", "random", "greedy", "--hands", "2", "--no-plots"]
 
@@ -29,14 +29,14 @@ def _error(capsys: pytest.CaptureFixture[str], command: str) -> str:
 # ---- canasta play: typed moves and the --record file ------------------------------------------------
 @pytest.mark.parametrize("text", ["+-5", "-+1", "²", "٣٣", "9" * 5000, "1" * 30])
 def test_odd_numbers_typed_in_play_are_explained_not_fatal(text: str) -> None:
-    from train.play import parse_move
+    from train.play.terminal import parse_move
 
     action, message = parse_move(text, [0, 1, 2])  # int() of these raised ValueError: game over
     assert action is None and message and "\n" not in message and len(message) < 200
 
 
 def test_plain_move_numbers_still_work() -> None:  # the twin of the refusals above
-    from train.play import parse_move
+    from train.play.terminal import parse_move
 
     assert parse_move(" 2 ", [7, 8, 9]) == (8, "")
     assert parse_move("+3", [7, 8, 9]) == (9, "")
@@ -61,7 +61,7 @@ def test_a_record_file_that_is_not_records_is_left_alone(
 
 
 def test_a_record_file_of_records_is_still_appended_to(tmp_path: Path) -> None:  # the twin
-    from train.play import check_record_file
+    from train.cli.play import check_record_file
 
     records = tmp_path / "games.jsonl"
     check_record_file(records)  # created, empty
@@ -209,7 +209,7 @@ def test_a_view_of_unicode_digits_names_the_flag(finished: Path, capsys: pytest.
 def test_learner_options_are_checked_at_construction(options: dict[str, object], match: str) -> None:
     import gymnasium
 
-    from canasta_env.learner import LearnerConfig
+    from canasta_env.envs.learner import LearnerConfig
 
     with pytest.raises(ValueError, match=match):
         LearnerConfig(**options)  # type: ignore[arg-type]
@@ -218,7 +218,7 @@ def test_learner_options_are_checked_at_construction(options: dict[str, object],
 
 
 def test_good_learner_options_still_work() -> None:  # the twin
-    from canasta_env.learner import LearnerConfig
+    from canasta_env.envs.learner import LearnerConfig
 
     config = LearnerConfig(reward_scale=1, shaping=-0.5, illegal_reward=-2, skip_forced=False)
     assert (config.reward_scale, config.shaping, config.illegal_reward) == (1.0, -0.5, -2.0)

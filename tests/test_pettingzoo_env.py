@@ -11,10 +11,10 @@ import pytest
 from pettingzoo.test import api_test, seed_test
 
 import canasta_env
-from canasta_env import pettingzoo_env
 from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS, IllegalActionError, action_index, observe
 from canasta_env.engine.render import render
-from canasta_env.learner import default_reward_scale
+from canasta_env.envs import pettingzoo_env
+from canasta_env.envs.learner import default_reward_scale
 from canasta_env.rules import preset_names
 
 PRESETS = preset_names()  # every shipped preset, variants included

@@ -37,10 +37,10 @@ from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
 from canasta_env.engine import NUM_ACTIONS
-from canasta_env.gym_env import CanastaEnv
+from canasta_env.envs.gym_env import CanastaEnv
+from canasta_env.envs.sb3_env import CanastaVecEnv
 from canasta_env.policy import pick_legal
 from canasta_env.rules import load_rules, preset_names
-from canasta_env.sb3_env import CanastaVecEnv
 
 ENV_ID = "canasta_env:Canasta-v0"
 PRESETS = tuple(preset_names())  # every shipped preset, variants included

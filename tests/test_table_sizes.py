@@ -131,7 +131,7 @@ def test_maskable_ppo_smoke(rules: Any) -> None:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from canasta_env.sb3_env import CanastaVecEnv
+    from canasta_env.envs.sb3_env import CanastaVecEnv
 
     venv = VecMonitor(CanastaVecEnv(32, rules))
     model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=256, n_epochs=1, seed=0, device="cpu")

@@ -22,8 +22,8 @@ from sb3_contrib import MaskablePPO  # noqa: E402
 from sb3_contrib.common.maskable.utils import get_action_masks  # noqa: E402
 from stable_baselines3.common.vec_env import VecMonitor  # noqa: E402
 
+from canasta_env.envs.sb3_env import CanastaVecEnv  # noqa: E402
 from canasta_env.rules import load_rules, preset_names  # noqa: E402
-from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 
 ENV_ID = "canasta_env:Canasta-v0"
 README = Path(__file__).resolve().parent.parent / "README.md"

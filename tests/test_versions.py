@@ -6,7 +6,7 @@ checkpoints and results meaningless for the same env id. When this test fails on
 1. bump the env version (``Canasta-vN`` in ``canasta_env/__init__.py``, ``canasta_vN`` in
    ``pettingzoo_env.raw_env.metadata``),
 2. add a line ``vN - what changed`` to "Version history" in the docstrings of
-   ``canasta_env/gym_env.py`` and ``canasta_env/pettingzoo_env.py``,
+   ``canasta_env/envs/gym_env.py`` and ``canasta_env/envs/pettingzoo_env.py``,
 3. add a ``"vN"`` entry to ``PINNED`` below with the new values (keep the old entries).
 """
 
@@ -19,11 +19,12 @@ import gymnasium
 import numpy as np
 import pytest
 
-from canasta_env import gym_env, load_rules, pettingzoo_env
+from canasta_env import load_rules
 from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS, action_index, step_one
 from canasta_env.engine.layout import pack_params
 from canasta_env.engine.observation import layout_hash, obs_dim
-from canasta_env.learner import REWARD_MODES, LearnerConfig, default_reward_scale
+from canasta_env.envs import gym_env, pettingzoo_env
+from canasta_env.envs.learner import REWARD_MODES, LearnerConfig, default_reward_scale
 from canasta_env.scenario import scenario
 
 PINNED: dict[str, dict[str, dict[str, object]]] = {
@@ -54,7 +55,7 @@ PRESETS = list(PINNED[ENV_VERSION])
 HOW_TO_BUMP = ("the env's {what} changed for {preset}: {got!r} != pinned {pinned!r} for "
                "{version}. Bump the env version (Canasta-vN and canasta_vN), add a line "
                "'vN - what changed' to 'Version history' in the docstrings of "
-               "canasta_env/gym_env.py and canasta_env/pettingzoo_env.py, and add a 'vN' entry "
+               "canasta_env/envs/gym_env.py and canasta_env/envs/pettingzoo_env.py, and add a 'vN' entry "
                "with the new values to PINNED in tests/test_versions.py.")
 
 

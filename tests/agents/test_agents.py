@@ -9,9 +9,9 @@ import pytest
 
 from agents import agent_names, make_agent, register_agent
 from agents.greedy import GreedyAgent
-from agents.heuristic import HeuristicAgent, HeuristicConfig
 from agents.match import bootstrap_ci, play_match
-from agents.random import RandomAgent
+from agents.rule_based.heuristic import HeuristicAgent, HeuristicConfig
+from agents.rule_based.random import RandomAgent
 from canasta_env.engine import clone, init, observe, reset_rows, step
 from canasta_env.engine.actions import ANSWER_NO, ANSWER_YES, ASK_PARTNER
 from canasta_env.policy import RandomAgent as PolicyRandomAgent

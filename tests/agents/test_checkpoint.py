@@ -43,7 +43,7 @@ from agents.checkpoint import (  # noqa: E402
     rng_state,
     save_checkpoint,
 )
-from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
+from canasta_env.envs.sb3_env import CanastaVecEnv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -336,12 +336,12 @@ def _unsafe_torch_loads(source: str) -> list[int]:
 
 def test_no_pickle_based_loading_in_the_training_code() -> None:
     """Grep (and parse) train/ and agents/: torch.load always with weights_only=True, no pickle,
-    no SB3 save()/load(), except in ``train/interop.py``: ``canasta export`` writes an SB3 zip and
+    no SB3 save()/load(), except in ``train/learning/interop.py``: ``canasta export`` writes an SB3 zip and
     ``canasta import`` loads one only with ``--trust`` (tests/train/test_interop.py checks the refusal
     without it), the one place a user asks for an SB3 file."""
     sources = [p for d in ("train", "agents") for p in sorted((ROOT / d).rglob("*.py"))]
-    assert ROOT / "agents" / "checkpoint.py" in sources
-    interop = ROOT / "train" / "interop.py"
+    assert ROOT / "agents" / "checkpoint" / "read.py" in sources
+    interop = ROOT / "train" / "learning" / "interop.py"
     found = [f"{p.relative_to(ROOT)}: {what}" for p in sources for pattern, what in UNSAFE
              if pattern.search(p.read_text()) and not (p == interop and what == "SB3 save()/load()")]
     assert "if not trust:" in interop.read_text().split("MaskablePPO.load(")[-2]  # refused before loading

@@ -40,7 +40,7 @@ from agents.checkpoint import (  # noqa: E402
     save_checkpoint,
     validate_state,
 )
-from agents.learned import load_policy_agent  # noqa: E402
+from agents.learned.policy import load_policy_agent  # noqa: E402
 from canasta_env.engine import NUM_ACTIONS  # noqa: E402
 from canasta_env.engine.layout import pack_params  # noqa: E402
 from canasta_env.engine.observation import bounds  # noqa: E402

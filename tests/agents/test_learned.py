@@ -8,10 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 from sb3_contrib import MaskablePPO  # noqa: E402
 
-from agents.learned import PolicyAgent  # noqa: E402
+from agents.learned.policy import PolicyAgent  # noqa: E402
 from canasta_env.engine import init, observe, reset_rows, step  # noqa: E402
+from canasta_env.envs.sb3_env import CanastaVecEnv  # noqa: E402
 from canasta_env.policy import RowRandom, stream_keys  # noqa: E402
-from canasta_env.sb3_env import CanastaVecEnv  # noqa: E402
 from canasta_env.testing import keyed_actions, resample_hidden  # noqa: E402
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from agents import make_agent
-from canasta_env.sb3_env import CanastaVecEnv
+from canasta_env.envs.sb3_env import CanastaVecEnv
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -69,7 +69,7 @@ def test_tournament_takes_a_module_attribute_and_an_entry_point_agent(tmp_path: 
 
 
 def test_tournament_partners_may_be_an_agent_object() -> None:
-    from train.tournament import run
+    from train.evaluation.tournament import run
 
     result = run("classic_4p", ["heuristic", "greedy"], hands=8, duplicate=True,
                  partners=tiny_bots.FirstLegal(), plots=False)

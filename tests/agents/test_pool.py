@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.pool import PoolAgent, pfsp_weights
-from canasta_env.learner import LearnerBatch, LearnerConfig
+from agents.learned.pool import PoolAgent, pfsp_weights
+from canasta_env.envs.learner import LearnerBatch, LearnerConfig
 from canasta_env.policy import RandomAgent
 
 

@@ -1,4 +1,4 @@
-"""The style population (agents.styles): profiles by name and by fields, one-line errors, profiles
+"""The style population (agents.rule_based.styles): profiles by name and by fields, one-line errors, profiles
 that play measurably different games, and held-out profiles kept out of the training configs."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from agents import make_agent
-from agents.heuristic import HeuristicAgent, HeuristicConfig
 from agents.match import play_games
-from agents.styles import HELD_OUT_STYLES, STYLES, TRAINING_STYLES, style_agent_names
+from agents.rule_based.heuristic import HeuristicAgent, HeuristicConfig
+from agents.rule_based.styles import HELD_OUT_STYLES, STYLES, TRAINING_STYLES, style_agent_names
 from canasta_env.engine import DealId
 from canasta_env.rules import load_rules
 

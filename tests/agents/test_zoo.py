@@ -10,8 +10,8 @@ pytest.importorskip("sb3_contrib")
 
 from agents import make_agent  # noqa: E402
 from agents.checkpoint import CheckpointError  # noqa: E402
+from agents.learned.zoo import zoo_names, zoo_path  # noqa: E402
 from agents.match import play_match  # noqa: E402
-from agents.zoo import zoo_names, zoo_path  # noqa: E402
 
 
 def test_the_zoo_ships_classic_2p_and_4p() -> None:

@@ -35,9 +35,9 @@ def _check(row: dict, api: str, rules: str, batch: int) -> None:
 def test_aec_and_gym_json_lines_without_torch() -> None:
     code = (
         "import sys\n"
-        "import train.cli\n"
+        "import train.cli.main\n"
         "for api in ('aec', 'gym'):\n"
-        "    train.cli.main(['bench', '--api', api, '--rules', 'classic_2p', 'classic_4p',\n"
+        "    train.cli.main.main(['bench', '--api', api, '--rules', 'classic_2p', 'classic_4p',\n"
         "                    '--seconds', '0.25', '--json'])\n"
         "print('torch' in sys.modules)\n"
     )
@@ -57,10 +57,10 @@ def test_aec_and_gym_json_lines_without_torch() -> None:
 
 def test_vec_json_lines_and_default_batch() -> None:
     code = (
-        "import train.cli\n"
-        "train.cli.main(['bench', '--api', 'vec', '--rules', 'classic_3p', '--batch', '8', '64',\n"
+        "import train.cli.main\n"
+        "train.cli.main.main(['bench', '--api', 'vec', '--rules', 'classic_3p', '--batch', '8', '64',\n"
         "                '--seconds', '0.3', '--stagger', '64', '--json'])\n"
-        "train.cli.main(['bench', '--api', 'vec', '--rules', 'classic_2p', '--seconds', '0.05',\n"
+        "train.cli.main.main(['bench', '--api', 'vec', '--rules', 'classic_2p', '--seconds', '0.05',\n"
         "                '--stagger', '0', '--json'])\n"
     )
     proc = _run_python(code)

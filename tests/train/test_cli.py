@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from train.cli import COMMANDS
-from train.options import add_options, opt
+from train.cli.main import COMMANDS
+from train.common.options import add_options, opt
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED_KEYS = ("batch", "decisions_per_s", "hands_per_s", "decisions_per_hand")
 
 
 def _canasta() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m train.cli``."""
+    """The installed console script next to this interpreter, else ``python -m train.cli.main``."""
     script = Path(sys.executable).with_name("canasta")
     return [str(script)] if script.is_file() else [sys.executable, "-m", "train.cli"]
 
@@ -51,10 +51,10 @@ def test_help_is_fast_and_lists_only_implemented_commands() -> None:
 def test_help_imports_nothing_heavy() -> None:
     code = (
         "import sys, contextlib, io\n"
-        "import train.cli\n"
+        "import train.cli.main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
-        "        train.cli.main(['--help'])\n"
+        "        train.cli.main.main(['--help'])\n"
         "    except SystemExit:\n"
         "        pass\n"
         "print(sorted(m for m in ('torch', 'numba', 'numpy', 'canasta_env.engine') if m in sys.modules))\n"
@@ -67,12 +67,12 @@ def test_help_imports_nothing_heavy() -> None:
 def test_bench_and_demo_never_import_torch() -> None:
     code = (
         "import sys, contextlib, io\n"
-        "import train.cli, train.bench\n"
+        "import train.cli.main, train.bench.engine\n"
         "assert 'torch' not in sys.modules, 'import'\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    train.cli.main(['bench', '--rules', 'classic_2p', '--batch', '2', '--seconds', '0.05',\n"
+        "    train.cli.main.main(['bench', '--rules', 'classic_2p', '--batch', '2', '--seconds', '0.05',\n"
         "                    '--observe', '--json'])\n"
-        "    train.cli.main(['demo', '--rules', 'classic_2p'])\n"
+        "    train.cli.main.main(['demo', '--rules', 'classic_2p'])\n"
         "print('torch' in sys.modules)\n"
     )
     proc = _python(code)
@@ -138,7 +138,7 @@ def test_no_command_prints_help() -> None:
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:
-    from train.cli import build_parser
+    from train.cli.main import build_parser
 
     parser = build_parser([name])
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -229,7 +229,7 @@ def test_a_required_option_is_satisfied_by_its_alias_and_a_default_said_in_words
 
 
 def test_a_run_without_run_dir_gets_a_new_folder_each_time(tmp_path: Path) -> None:
-    from train.ppo import new_run_dir
+    from train.common.run_dir import new_run_dir
 
     first = new_run_dir("configs/train/quickstart.yaml", tmp_path)
     first.mkdir()

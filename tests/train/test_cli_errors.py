@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from train.cli import main as cli_main
+from train.cli.main import main as cli_main
 
 BILLION_LAUGHS = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))
@@ -180,7 +180,7 @@ def test_bench_flag_conflicts_are_one_line_errors(capsys: pytest.CaptureFixture[
 ])
 def test_a_bad_value_in_the_config_is_refused_even_when_a_flag_overrides_it(
         tmp_path: Path, text: str, flag: str, value: object) -> None:
-    from train.ppo import load_args, read_options
+    from train.learning.config import load_args, read_options
 
     config = tmp_path / "train.yaml"
     config.write_text(text)

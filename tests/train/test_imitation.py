@@ -1,4 +1,4 @@
-"""Behaviour cloning before PPO (``train.imitation``): the demonstrations are the teacher's own
+"""Behaviour cloning before PPO (``train.learning.imitation``): the demonstrations are the teacher's own
 choices with the returns its episodes earned, and cloning makes the policy choose like the teacher."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from agents import make_agent
-from agents.learned import PolicyAgent
+from agents.learned.policy import PolicyAgent
 from canasta_env.rules import load_rules
-from train import imitation, lean_ppo
-from train.ppo import TrainArgs
-from train.stop_request import StoppedBeforeCheckpoint
+from train.common.stop_request import StoppedBeforeCheckpoint
+from train.learning import imitation, lean_ppo
+from train.learning.config import TrainArgs
 
 
 def test_demonstrations_hold_the_teachers_legal_choices_and_discounted_returns() -> None:

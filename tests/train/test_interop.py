@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from agents import make_agent
-from agents.learned import MASKED_LOGIT
-from canasta_env.learner import LearnerBatch, LearnerConfig
-from train import interop
+from agents.learned.policy import MASKED_LOGIT
+from canasta_env.envs.learner import LearnerBatch, LearnerConfig
+from train.learning import interop
 
 ZOO = "agents/zoo/classic_2p"
 

@@ -1,4 +1,5 @@
-"""``algo: ppo`` (``train.lean_ppo``): a short run leaves a checkpoint every loader reads, a seeded run
+"""``algo: ppo`` (``train.learning.lean_ppo``): a short run leaves a checkpoint every loader reads, a
+seeded run
 is a pure function of its seed with overlapped collection, a SIGKILLed run resumes, the options are
 checked, and (with a GPU) it trains on CUDA."""
 
@@ -20,15 +21,15 @@ pytest.importorskip("sb3_contrib")
 
 from agents import make_agent  # noqa: E402
 from agents.checkpoint import POLICY_FILE, latest_checkpoint, list_checkpoints, load_checkpoint  # noqa: E402
-from train import ppo  # noqa: E402
+from train.learning import config, trainer  # noqa: E402
 
 TINY = dict(rules="classic_2p", num_envs=16, n_steps=8, batch_size=64, n_epochs=2, checkpoint_every=128,
             eval_every=10**9, eval_deals=4, progress=False, algo="ppo", device="cpu")
 
 
 def _train(run: Path, steps: int = 384, **extra: object) -> Path:
-    args = ppo.load_args(None, {**TINY, "run_dir": str(run), "total_timesteps": steps, **extra})
-    return ppo.train(args)
+    args = config.load_args(None, {**TINY, "run_dir": str(run), "total_timesteps": steps, **extra})
+    return trainer.train(args)
 
 
 def _sha(run: Path) -> str:
@@ -80,13 +81,14 @@ def test_engine_threads_train_the_same_weights(tmp_path: Path) -> None:
     assert _sha(_train(tmp_path / "a", 1024, **big)) == _sha(_train(tmp_path / "b", 1024, **big,
                                                                    engine_threads=2))
     with pytest.raises(ValueError, match="engine_threads = 1000 exceeds the"):
-        ppo.train(ppo.load_args(None, {**TINY, "run_dir": str(tmp_path / "c"), "engine_threads": 1000}))
+        trainer.train(config.load_args(None, {**TINY, "run_dir": str(tmp_path / "c"),
+                                              "engine_threads": 1000}))
 
 
 def test_selfplay_pool_with_lean_trainer(tmp_path: Path) -> None:
-    args = ppo.load_args(None, {**TINY, "run_dir": str(tmp_path / "sp"), "total_timesteps": 384,
+    args = config.load_args(None, {**TINY, "run_dir": str(tmp_path / "sp"), "total_timesteps": 384,
                                 "snapshot_every": 128})
-    run = ppo.train(args, selfplay=True)
+    run = trainer.train(args, selfplay=True)
     pool = load_checkpoint(run).state["opponent_pool"]
     assert pool and all((run / name).is_dir() for name in pool)
 
@@ -113,9 +115,10 @@ def test_sigkill_resumes(kill: str, tmp_path: Path) -> None:
 def test_resume_continues_weights_and_counters(tmp_path: Path) -> None:
     run = _train(tmp_path / "run", 256)
     ckpt = load_checkpoint(run)
-    resumed = ppo.load_args(None, {**dataclasses.asdict(ppo.load_args(None, {**TINY, "run_dir": str(run)})),
+    stored = config.load_args(None, {**TINY, "run_dir": str(run)})
+    resumed = config.load_args(None, {**dataclasses.asdict(stored),
                                    "total_timesteps": 384})
-    ppo.train(resumed, resume=True)
+    trainer.train(resumed, resume=True)
     final = load_checkpoint(run)
     assert final.state["num_timesteps"] == 384 and final.state["n_updates"] == ckpt.state["n_updates"] + 2
     assert any(not torch.equal(final.policy_state[k], ckpt.policy_state[k]) for k in ckpt.policy_state)
@@ -127,16 +130,16 @@ def test_resume_continues_weights_and_counters(tmp_path: Path) -> None:
     ("reward_mode", "points", "reward_mode"), ("update_threads", -1, "update_threads")])
 def test_bad_options_are_refused_in_one_line(field: str, value: object, words: str) -> None:
     with pytest.raises(ValueError) as info:
-        ppo.load_args(None, {field: value})
+        config.load_args(None, {field: value})
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("mode, ends", [("win_loss", {-1.0, 1.0}), ("margin", None)])
 def test_reward_mode_sets_what_a_hand_is_worth(mode: str, ends: set[float] | None) -> None:
     """``reward_mode: win_loss`` trains on +1/0/-1 per hand; the default on the scaled margin."""
-    from train.lean_ppo import LeanPPO, Rollout
+    from train.learning.lean_ppo import LeanPPO, Rollout
 
-    args = ppo.load_args(None, {**TINY, "num_envs": 64, "n_steps": 64, "reward_mode": mode})
+    args = config.load_args(None, {**TINY, "num_envs": 64, "n_steps": 64, "reward_mode": mode})
     model = LeanPPO(args, args.rules, make_agent("random", args.rules))
     model.collect(Rollout.empty(args.n_steps, args.num_envs, model.obs_dim, model.num_actions,
                                 model.device), torch.Generator().manual_seed(0))
@@ -150,7 +153,7 @@ def test_reward_mode_sets_what_a_hand_is_worth(mode: str, ends: set[float] | Non
 
 def test_bf16_with_maskable_ppo_is_refused() -> None:
     with pytest.raises(ValueError, match="bf16"):
-        ppo.load_args(None, {"algo": "maskable_ppo", "precision": "bf16"})
+        config.load_args(None, {"algo": "maskable_ppo", "precision": "bf16"})
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
@@ -161,7 +164,7 @@ def test_cuda_without_gpu_is_refused(tmp_path: Path) -> None:
 
 
 def test_auto_precision_follows_the_hardware() -> None:
-    from train.lean_ppo import fast_bf16, resolve_precision
+    from train.learning.lean_ppo import fast_bf16, resolve_precision
 
     cpu = torch.device("cpu")
     assert resolve_precision("auto", cpu) == ("bf16" if fast_bf16(cpu) else "fp32")
@@ -171,7 +174,7 @@ def test_auto_precision_follows_the_hardware() -> None:
 def test_sharded_gradients_are_the_minibatch_gradient() -> None:
     """``update_threads``: the shards' gradients, summed in shard order, are the one-thread gradient
     up to rounding, and the same bits whether the shards run on threads or one after another."""
-    from train.lean_ppo import LeanPPO
+    from train.learning.lean_ppo import LeanPPO
 
     def grads(model: LeanPPO, threaded: bool) -> tuple[list[torch.Tensor], torch.Tensor]:
         gen = torch.Generator().manual_seed(5)
@@ -191,7 +194,7 @@ def test_sharded_gradients_are_the_minibatch_gradient() -> None:
 
     def model(threads: int) -> LeanPPO:
         torch.manual_seed(0)
-        args = ppo.TrainArgs(num_envs=2, n_steps=2, net_arch=[32], algo="ppo", device="cpu",
+        args = config.TrainArgs(num_envs=2, n_steps=2, net_arch=[32], algo="ppo", device="cpu",
                              precision="fp32", update_threads=threads)
         return LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
 
@@ -209,8 +212,8 @@ def test_sharded_gradients_are_the_minibatch_gradient() -> None:
 def test_sampling_follows_the_policy_and_never_picks_a_masked_action(monkeypatch: pytest.MonkeyPatch) -> None:
     """Gumbel-max draws match the probabilities, and even a uniform draw of exactly 0 (Gumbel noise
     of -inf without the floor) cannot hand a row with one legal action a masked one."""
-    from agents.learned import MASKED_LOGIT
-    from train.lean_ppo import sample
+    from agents.learned.policy import MASKED_LOGIT
+    from train.learning.lean_ppo import sample
 
     probs = torch.tensor([0.5, 0.3, 0.15, 0.05, 0.0])
     logp = torch.log_softmax(torch.log(probs).masked_fill(probs == 0, MASKED_LOGIT), dim=0)
@@ -225,9 +228,9 @@ def test_sampling_follows_the_policy_and_never_picks_a_masked_action(monkeypatch
 
 def test_gae_matches_a_hand_computation() -> None:
     """One env, three steps, an episode end after step 1: GAE by hand with constant values."""
-    from train.lean_ppo import LeanPPO, Rollout
+    from train.learning.lean_ppo import LeanPPO, Rollout
 
-    args = ppo.TrainArgs(num_envs=1, n_steps=3, gamma=0.5, gae_lambda=0.5, algo="ppo", device="cpu",
+    args = config.TrainArgs(num_envs=1, n_steps=3, gamma=0.5, gae_lambda=0.5, algo="ppo", device="cpu",
                          precision="fp32")
     model = LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
     with torch.no_grad():  # V(s) = 1 everywhere

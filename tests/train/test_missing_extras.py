@@ -17,7 +17,7 @@ class Hide(importlib.abc.MetaPathFinder):
         if name.partition(".")[0] in HIDDEN:
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
 sys.meta_path.insert(0, Hide())
-from train.cli import main
+from train.cli.main import main
 sys.exit(main({argv!r}))
 """
 

@@ -11,21 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import train.cli
+import train.cli.main
 from canasta_env.engine import init, step
 from canasta_env.policy import RandomAgent
 from canasta_env.records import read_records, replay
 from canasta_env.rules import load_rules, preset_names
 from canasta_env.testing import resample_hidden
-from train.play import PlaySession, Seat, build_seats, parse_move
-from train.table_view import view_text
+from train.play.seats import Seat, build_seats
+from train.play.table_view import view_text
+from train.play.terminal import PlaySession, parse_move
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _play(monkeypatch, capsys, args: list[str], lines: list[str]) -> tuple[int, str]:
     monkeypatch.setattr(sys, "stdin", io.StringIO("".join(f"{x}\n" for x in lines)))
-    code = train.cli.main(["play", *args])
+    code = train.cli.main.main(["play", *args])
     return code, capsys.readouterr().out
 
 
@@ -117,16 +118,16 @@ def test_single_hand_four_players_with_partner_and_hot_seat(monkeypatch, capsys,
 
 
 def test_bad_arguments_are_refused(monkeypatch, capsys) -> None:
-    assert train.cli.main(["play", "--human", "2"]) == 2
+    assert train.cli.main.main(["play", "--human", "2"]) == 2
     assert "out of range for 2 players" in capsys.readouterr().err
-    assert train.cli.main(["play", "--opponent", "no_such_agent"]) == 2
+    assert train.cli.main.main(["play", "--opponent", "no_such_agent"]) == 2
     assert "unknown agent" in capsys.readouterr().err
-    assert train.cli.main(["play", "--hands", "0"]) == 2
+    assert train.cli.main.main(["play", "--hands", "0"]) == 2
 
 
 @pytest.mark.parametrize("seats", [["0", "0"], ["1", "0", "1"]])
 def test_a_repeated_human_seat_is_refused_on_one_line(capsys, seats: list[str]) -> None:
-    assert train.cli.main(["play", "--human", *seats, "--hands", "1"]) == 2
+    assert train.cli.main.main(["play", "--human", *seats, "--hands", "1"]) == 2
     captured = capsys.readouterr()
     repeated = sorted({int(x) for x in seats if seats.count(x) > 1})
     assert captured.err.strip() == (f"canasta play: error: --human: seat(s) {repeated} given more "
@@ -173,9 +174,9 @@ def test_human_view_never_shows_hidden_cards(preset: str) -> None:
 def test_play_with_a_rule_agent_never_imports_torch() -> None:
     code = ("import io, sys, contextlib\n"
             "sys.stdin = io.StringIO('1\\n' * 40)\n"
-            "import train.cli\n"
+            "import train.cli.main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    assert train.cli.main(['play', '--seed', '0', '--hands', '1']) == 0\n"
+            "    assert train.cli.main.main(['play', '--seed', '0', '--hands', '1']) == 0\n"
             "print('torch' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
@@ -188,7 +189,7 @@ def test_show_policy_with_a_learned_opponent(monkeypatch, capsys, tmp_path: Path
     from sb3_contrib import MaskablePPO
 
     from agents.checkpoint import build_meta, save_checkpoint
-    from canasta_env.sb3_env import CanastaVecEnv
+    from canasta_env.envs.sb3_env import CanastaVecEnv
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -1,11 +1,12 @@
-"""``train.policy_forward`` computes the same function as the SB3 policy's modules, and its gradients."""
+"""``train.learning.policy_forward`` computes the same function as the SB3 policy's modules, and its
+gradients."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from train import policy_forward
+from train.learning import policy_forward
 
 
 def _policy() -> torch.nn.Module:

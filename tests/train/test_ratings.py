@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from train.ratings import (
+from train.evaluation.ratings import (
     ELO,
     PairData,
     bt_ratings,

@@ -14,8 +14,8 @@ import pytest
 
 from agents import make_agent
 from agents.checkpoint import latest_checkpoint, load_checkpoint
-from train.ray_units import KILL_ENV
-from train.tournament import run
+from train.evaluation.ray_units import KILL_ENV
+from train.evaluation.tournament import run
 
 pytestmark = pytest.mark.xdist_group("ray")  # the Ray tests share one cluster (tests/train/conftest.py)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import train.cli
+import train.cli.main
 from agents import make_agent
 from canasta_env.engine import init, observe, step
 from canasta_env.records import BatchRecorder, write_records
@@ -33,7 +33,7 @@ def _record_file(path: Path, preset: str = "classic_2p", hands: int = 2, seed: i
 
 def _replay(monkeypatch, capsys, args: list[str], stdin: str = "") -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = train.cli.main(["replay", *args])
+    code = train.cli.main.main(["replay", *args])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

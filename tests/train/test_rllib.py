@@ -1,4 +1,4 @@
-"""``canasta_env.rllib_env``: the MultiAgentEnv passes RLlib's env checker and plays turn-based
+"""``canasta_env.envs.rllib_env``: the MultiAgentEnv passes RLlib's env checker and plays turn-based
 hands (only the agent to move observed, always with a legal action), and the PPO config of
 ``examples/rllib_ppo.py`` trains one iteration on a 2-CPU local Ray, after which its policies'
 greedy moves are legal."""
@@ -19,8 +19,8 @@ from ray.rllib.env.env_context import EnvContext
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
 from canasta_env.engine import NUM_ACTIONS, IllegalActionError
-from canasta_env.pettingzoo_env import raw_env
-from canasta_env.rllib_env import (
+from canasta_env.envs.pettingzoo_env import raw_env
+from canasta_env.envs.rllib_env import (
     CanastaMultiAgentEnv,
     play_greedy,
     policy_mapping,
@@ -175,7 +175,7 @@ def test_example_script_trains_and_plays_legal_moves(cluster: str, one_torch_thr
 
 HIDE_RAY = """
 import importlib.abc, runpy, sys
-import canasta_env, canasta_env.gym_env, canasta_env.pettingzoo_env, canasta_env.learner
+import canasta_env, canasta_env.envs.gym_env, canasta_env.envs.pettingzoo_env, canasta_env.envs.learner
 assert not [m for m in sys.modules if m.partition(".")[0] == "ray"], "canasta_env imported ray"
 class Hide(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from agents.checkpoint import latest_checkpoint, list_checkpoints
-from train.cli import main as cli_main
-from train.folder_lock import FolderLock, FolderLockedError
+from train.cli.main import main as cli_main
+from train.common.folder_lock import FolderLock, FolderLockedError
 
 TINY = ["--rules", "classic_2p", "--num_envs", "32", "--n_steps", "16", "--batch_size", "256",
         "--n_epochs", "1", "--checkpoint_every", "512", "--eval_every", "100000", "--eval_deals", "4",
@@ -150,7 +150,7 @@ def test_two_concurrent_trains_second_exits_at_once_first_completes(tmp_path: Pa
 
 
 def test_lock_is_released_when_its_holder_is_killed(tmp_path: Path) -> None:
-    code = ("import sys, time; from train.folder_lock import FolderLock; "
+    code = ("import sys, time; from train.common.folder_lock import FolderLock; "
             f"FolderLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"

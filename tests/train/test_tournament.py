@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 import agents.match as match_module
-import train.tournament as tournament
+import train.evaluation.tournament as tournament
+import train.evaluation.tournament_plan as tournament_plan
 from canasta_env.engine import init_from_deals
 from canasta_env.rules import load_rules
-from train.cli import main as cli_main
-from train.tournament import make_plan, run
+from train.cli.main import main as cli_main
+from train.evaluation.tournament import make_plan, run
 
 
 def _capture_deals(monkeypatch):
@@ -117,6 +118,7 @@ def test_resume_loses_and_replays_no_finished_hand(monkeypatch, tmp_path):
     """Interrupt after two units of work; the re-run plays only the rest (a torn last line is
     dropped and replayed) and ends with exactly the uninterrupted results."""
     monkeypatch.setattr(tournament, "DEALS_PER_UNIT", 8)
+    monkeypatch.setattr(tournament_plan, "DEALS_PER_UNIT", 8)
     args = dict(rules="classic_2p", entrants=["random", "greedy", "heuristic"], hands=48, duplicate=True,
                 seed=5, plots=False, records=True)
     full = run(**args, out=tmp_path / "full").to_json()
@@ -270,8 +272,8 @@ def test_cli_reads_a_config_file_that_flags_override(tmp_path, capsys):
 def test_shipped_tournament_config_is_valid():
     from pathlib import Path
 
-    from train.cli import build_parser
-    from train.tournament_cli import options
+    from train.cli.main import build_parser
+    from train.cli.tournament import options
 
     path = Path(__file__).resolve().parents[2] / "configs" / "tournament" / "classic_2p.yaml"
     args = build_parser(["tournament"]).parse_args(["tournament", "--config", str(path)])

@@ -210,7 +210,8 @@ def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path) -
     assert _steps(started.path) == 0
     assert all(torch.equal(started.policy_state[k], v) for k, v in source.policy_state.items())
     from agents.checkpoint import CheckpointError
-    from train.ppo import TrainArgs, train
+    from train.learning.config import TrainArgs
+    from train.learning.trainer import train
 
     refused = tmp_path / "refused"
     for change, words in (({"rules": "classic_4p"}, "rules"), ({"net_arch": [64]}, "net_arch"),

@@ -165,7 +165,7 @@ def test_replay_routes_list_read_and_upload_record_files(make_client: Any, tmp_p
 ])
 def test_bad_cli_input_is_one_line_error(argv: list[str], message: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from train.cli import main
+    from train.cli.main import main
 
     code = main(["serve", "--port", str(free_port()), "--record-dir", str(tmp_path / "r"), *argv])
     err = capsys.readouterr().err
@@ -174,7 +174,7 @@ def test_bad_cli_input_is_one_line_error(argv: list[str], message: str, tmp_path
 
 
 def test_a_port_in_use_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from train.cli import main
+    from train.cli.main import main
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

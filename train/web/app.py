@@ -104,72 +104,21 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
     """The app serving ``store``'s games and the record files of its record dir. ``config`` is
     what ``/api/config`` answers besides the rules and seats; ``allowed_hosts`` (a loopback bind)
     refuses requests for other host names, so a web page elsewhere cannot reach the table through
-    DNS rebinding."""
+    DNS rebinding. The route handlers find the store, the config and the page files in
+    ``app.state``."""
     static = static_dir()
-    record_dir = store.record_dir
-    info = dict(config or {})
+    middleware = [Middleware(GZipMiddleware, minimum_size=2048)]
+    if allowed_hosts:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
+    handlers: dict[Any, Any] = {GameError: _game_error, HTTPException: _http_error}
+    app = Starlette(routes=routes(static), middleware=middleware, exception_handlers=handlers)
+    app.state.store, app.state.config, app.state.static = store, dict(config or {}), static
+    return app
 
-    async def index(request: Request) -> Response:
-        return FileResponse(static / "index.html")
 
-    async def replay_page(request: Request) -> Response:
-        return FileResponse(static / "replay.html")
-
-    async def get_config(request: Request) -> Response:
-        rules = store.pool.rules
-        return JSONResponse({**info, "rules": rules.name, "num_players": rules.num_players,
-                             "partnerships": rules.partnerships, "opponents": store.opponents,
-                             "partner": store.partner, "show_policy": store.show_policy,
-                             "hands": store.hands, "record_dir": str(record_dir)})
-
-    async def new_game(request: Request) -> Response:
-        data = await read_json(request)
-        _known(data, {"seat", "seed"})
-        game = await run_in_threadpool(store.new, data.get("seat", 0), data.get("seed"))
-        return JSONResponse(await run_in_threadpool(_view, store, game.id), status_code=201)
-
-    async def get_game(request: Request) -> Response:
-        game_id = request.path_params["game_id"]
-        return JSONResponse(await run_in_threadpool(_view, store, game_id))
-
-    async def post_action(request: Request) -> Response:
-        game_id = request.path_params["game_id"]
-        data = await read_json(request)
-        _known(data, {"seat", "action", "version"})
-        missing = sorted({"seat", "action", "version"} - set(data))
-        if missing:
-            raise GameError(400, f"missing key(s) {', '.join(missing)}: a move is "
-                                 '{"seat": S, "action": A, "version": V}')
-        await run_in_threadpool(store.move, game_id, data["seat"], data["action"], data["version"])
-        return JSONResponse(await run_in_threadpool(_view, store, game_id))
-
-    async def records(request: Request) -> Response:
-        return JSONResponse({"files": await run_in_threadpool(list_records, record_dir)})
-
-    async def upload(request: Request) -> Response:
-        check_type(request, RECORD_TYPES)
-        body = await read_body(request, MAX_UPLOAD)
-        return JSONResponse(await run_in_threadpool(save_upload, record_dir, body), status_code=201)
-
-    async def record_file(request: Request) -> Response:
-        name = request.path_params["name"]
-        hands = await run_in_threadpool(lambda: summary(read_file(record_dir, name)))
-        return JSONResponse({"file": name, "hands": hands})
-
-    async def record_hand(request: Request) -> Response:
-        name, number = request.path_params["name"], request.path_params["index"]
-        # checked before int(): a path of 5,000 digits would raise in int(), a 500
-        index = int(number) if number.isascii() and number.isdigit() and len(number) <= 7 else -1
-
-        def frames() -> dict[str, Any]:
-            hands = read_file(record_dir, name)
-            if not 0 <= index < len(hands):
-                raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {short_repr(number, 40)}")
-            return {"file": name, "index": index, **hand_frames(hands[index])}
-
-        return JSONResponse(await run_in_threadpool(frames))
-
-    routes = [
+def routes(static: Path) -> list[Route | Mount]:
+    """The routes of the module docstring's table, the static files served from ``static``."""
+    return [
         Route("/", index),
         Route("/replay", replay_page),
         Route("/api/config", get_config),
@@ -182,11 +131,89 @@ def create_app(store: GameStore, *, config: dict[str, Any] | None = None,
         Route("/api/records/{name}/hands/{index}", record_hand),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
-    middleware = [Middleware(GZipMiddleware, minimum_size=2048)]
-    if allowed_hosts:
-        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts))
-    handlers: dict[Any, Any] = {GameError: _game_error, HTTPException: _http_error}
-    return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)
+
+
+def _store(request: Request) -> GameStore:
+    store: GameStore = request.app.state.store
+    return store
+
+
+# ---- pages ---------------------------------------------------------------------------------------
+async def index(request: Request) -> Response:
+    return FileResponse(request.app.state.static / "index.html")
+
+
+async def replay_page(request: Request) -> Response:
+    return FileResponse(request.app.state.static / "replay.html")
+
+
+# ---- games ---------------------------------------------------------------------------------------
+async def get_config(request: Request) -> Response:
+    store = _store(request)
+    rules = store.pool.rules
+    return JSONResponse({**request.app.state.config, "rules": rules.name, "num_players": rules.num_players,
+                         "partnerships": rules.partnerships, "opponents": store.opponents,
+                         "partner": store.partner, "show_policy": store.show_policy,
+                         "hands": store.hands, "record_dir": str(store.record_dir)})
+
+
+async def new_game(request: Request) -> Response:
+    store = _store(request)
+    data = await read_json(request)
+    _known(data, {"seat", "seed"})
+    game = await run_in_threadpool(store.new, data.get("seat", 0), data.get("seed"))
+    return JSONResponse(await run_in_threadpool(_view, store, game.id), status_code=201)
+
+
+async def get_game(request: Request) -> Response:
+    game_id = request.path_params["game_id"]
+    return JSONResponse(await run_in_threadpool(_view, _store(request), game_id))
+
+
+async def post_action(request: Request) -> Response:
+    store = _store(request)
+    game_id = request.path_params["game_id"]
+    data = await read_json(request)
+    _known(data, {"seat", "action", "version"})
+    missing = sorted({"seat", "action", "version"} - set(data))
+    if missing:
+        raise GameError(400, f"missing key(s) {', '.join(missing)}: a move is "
+                             '{"seat": S, "action": A, "version": V}')
+    await run_in_threadpool(store.move, game_id, data["seat"], data["action"], data["version"])
+    return JSONResponse(await run_in_threadpool(_view, store, game_id))
+
+
+# ---- records -------------------------------------------------------------------------------------
+async def records(request: Request) -> Response:
+    return JSONResponse({"files": await run_in_threadpool(list_records, _store(request).record_dir)})
+
+
+async def upload(request: Request) -> Response:
+    check_type(request, RECORD_TYPES)
+    body = await read_body(request, MAX_UPLOAD)
+    return JSONResponse(await run_in_threadpool(save_upload, _store(request).record_dir, body),
+                        status_code=201)
+
+
+async def record_file(request: Request) -> Response:
+    record_dir, name = _store(request).record_dir, request.path_params["name"]
+    hands = await run_in_threadpool(lambda: summary(read_file(record_dir, name)))
+    return JSONResponse({"file": name, "hands": hands})
+
+
+async def record_hand(request: Request) -> Response:
+    record_dir = _store(request).record_dir
+    name, number = request.path_params["name"], request.path_params["index"]
+    # checked before int(): a path of 5,000 digits would raise in int(), a 500
+    index = int(number) if number.isascii() and number.isdigit() and len(number) <= 7 else -1
+
+    def frames() -> dict[str, Any]:
+        hands = read_file(record_dir, name)
+        if not 0 <= index < len(hands):
+            raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {short_repr(number, 40)}")
+        return {"file": name, "index": index, **hand_frames(hands[index])}
+
+    return JSONResponse(await run_in_threadpool(frames))
 
 
 def _view(store: GameStore, game_id: str) -> dict[str, Any]:

@@ -9,6 +9,10 @@ hand record, to ``<record dir>/<game id>.jsonl``, which ``canasta replay`` and t
 A human move is checked before anything changes: the game id, the seat, the version (how many
 actions the game has had: a stale page cannot play twice) and the action, which must be legal in
 the engine's mask. Then the agents play until it is the human's turn again or the game is over.
+
+Seats, the agents built once per name and their top choices come from ``train.play.seats``, as
+at the terminal table; the refusals are ``train.web.errors``, the saved file's checks
+``train.web.saved_game``. ``AgentPool`` and ``GameError`` are importable from here too.
 """
 
 from __future__ import annotations
@@ -20,109 +24,51 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from canasta_env.rules import RuleSet
+from train.play.seats import AgentPool, Seat, adviser, build_seats, seats_from_specs, top_choices
+from train.web.errors import GameError, is_int, shown
+from train.web.saved_game import GAME_FORMAT, GAME_VERSION, checked_save
 
-GAME_FORMAT = "canasta-web-game"
-GAME_VERSION = 1
 GAME_ID = re.compile(r"[0-9a-f]{16}")
 LOG_SHOWN = 60  # moves of the log sent with each view
 TOP_K = 3
 
 
-class GameError(Exception):
-    """A request the table refuses; ``status`` is the HTTP status (4xx) it is answered with."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass
-class Lineup:
-    """Who plays which seat: agent specs per seat (``None`` for the human) and the built agents."""
-
-    rules: RuleSet
-    specs: list[str | None]
-    agents: list[Any]
-
-    @property
-    def labels(self) -> list[str]:
-        return ["human" if s is None else s for s in self.specs]
-
-
-class AgentPool:
-    """Agents built once per name and shared by every game (a learned policy loads torch once)."""
-
-    def __init__(self, rules: RuleSet) -> None:
-        self.rules = rules
-        self._made: dict[str, Any] = {}
-
-    def get(self, spec: str) -> Any:
-        """The agent named ``spec`` (``agents.make_agent``); ``ValueError`` for an unknown name."""
-        if spec not in self._made:
-            from agents import make_agent
-
-            self._made[spec] = make_agent(spec, self.rules)
-        return self._made[spec]
-
-
-def lineup(pool: AgentPool, human: int, opponents: Sequence[str], partner: str | None) -> Lineup:
+def web_seats(pool: AgentPool, human: int, opponents: Sequence[str], partner: str | None) -> list[Seat]:
     """Seat the human at ``human``; in partnership games the human's partners play ``partner``
-    (default: the first opponent), the other seats take ``opponents`` in turn."""
-    rules = pool.rules
-    n, sides = rules.num_players, rules.num_sides
-    if not 0 <= human < n:
-        raise ValueError(f"seat {human} is out of range for {n} players (0-{n - 1})")
-    if not opponents:
-        raise ValueError("name at least one opponent agent")
-    specs: list[str | None] = []
-    turn = 0
-    for p in range(n):
-        if p == human:
-            specs.append(None)
-        elif rules.partnerships and p % sides == human % sides:
-            specs.append(partner or opponents[0])
-        else:
-            specs.append(opponents[turn % len(opponents)])
-            turn += 1
-    return Lineup(rules, specs, [None if s is None else pool.get(s) for s in specs])
+    (default: the first opponent), the other seats take ``opponents`` in turn. Seats are labelled
+    by their agent names as given, the names a saved game restores them by."""
+    return build_seats(pool.rules, [human], opponents, partner, pool=pool, name_paths=False)
 
 
-def top_choices(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
-                rng: np.random.Generator) -> list[list[Any]]:
-    """An agent's top choices: ``[[name, probability], ...]`` for a learned policy, else
-    ``[[name, None]]`` for its pick (``pick``, or what it would play now)."""
+def hint_entry(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
+               rng: np.random.Generator) -> list[list[Any]]:
+    """An agent's top choices as the log and the records hold them: ``[[name, probability], ...]``
+    for a learned policy, else ``[[name, None]]`` for its pick (``pick``, or what it would play now)."""
     from canasta_env.engine import ACTION_NAMES
 
-    if hasattr(agent, "action_probabilities"):
-        probs = np.asarray(agent.action_probabilities(obs, mask))[0]
-        order = np.argsort(-probs, kind="stable")[:TOP_K]
-        return [[ACTION_NAMES[int(a)], round(float(probs[a]), 4)] for a in order if mask[0, a]]
-    if pick is None:
-        pick = int(agent.act(obs, mask, rng)[0])
-    return [[ACTION_NAMES[pick], None]]
+    return [[ACTION_NAMES[a], None if p is None else round(p, 4)]
+            for a, p in top_choices(agent, obs, mask, rng, pick=pick, k=TOP_K)]
 
 
 class Game:
-    """One game at the table: the engine state, its recorder, the move log and the agents."""
+    """One game at the table: the engine state, its recorder, the move log and the seats."""
 
-    def __init__(self, game_id: str, players: Lineup, seed: int, human: int, record_dir: Path, *,
-                 hands: int | None = None, show_policy: bool = False) -> None:
+    def __init__(self, game_id: str, rules: RuleSet, seats: Sequence[Seat], seed: int, human: int,
+                 record_dir: Path, *, hands: int | None = None, show_policy: bool = False) -> None:
         from canasta_env.engine import init
         from canasta_env.records import BatchRecorder
 
-        self.id, self.players, self.seed, self.human = game_id, players, seed, human
+        self.id, self.rules, self.seats, self.seed, self.human = game_id, rules, list(seats), seed, human
         self.hands, self.show_policy = hands, show_policy
         self.record_dir = record_dir
-        self.labels = players.labels
-        self.state = init(players.rules, 1, seed, episode="hand" if hands == 1 else "game")
+        self.labels = [s.label for s in self.seats]
+        self.state = init(rules, 1, seed, episode="hand" if hands == 1 else "game")
         self.recorder = BatchRecorder(self.state, self.labels,
                                       meta={"source": "canasta serve", "seed": seed, "game": game_id})
         self.actions: list[int] = []
@@ -157,9 +103,9 @@ class Game:
     # ---- moves ---------------------------------------------------------------------------------
     def play(self, seat: Any, action: Any, version: Any) -> None:
         """The human's move, checked first (``GameError`` changes nothing), then the agents'."""
-        if not _is_int(seat) or seat != self.human:
-            raise GameError(403, f"seat {_shown(seat)} is not yours: you sit at seat {self.human}")
-        if not _is_int(version):
+        if not is_int(seat) or seat != self.human:
+            raise GameError(403, f"seat {shown(seat)} is not yours: you sit at seat {self.human}")
+        if not is_int(version):
             raise GameError(400, "'version' must be an integer: the version of the table you moved on")
         if version != self.version:
             raise GameError(409, f"stale move: the table is at version {self.version}, the move was made "
@@ -168,8 +114,8 @@ class Game:
             raise GameError(409, "the game is over; start a new game")
         if not self.human_to_move():
             raise GameError(409, f"it is not your turn: seat {int(self.state.current_player[0])} is to move")
-        if not _is_int(action):
-            raise GameError(400, f"'action' must be an integer action id, got {_shown(action)}")
+        if not is_int(action):
+            raise GameError(400, f"'action' must be an integer action id, got {shown(action)}")
         legal = self.state.legal_actions(0)
         if action not in legal:
             from canasta_env.engine import NUM_ACTIONS, action_name
@@ -185,16 +131,16 @@ class Game:
 
         while not self.over() and not self.human_to_move():
             seat = int(self.state.current_player[0])
-            agent = self.players.agents[seat]
+            agent = self.seats[seat].agent
             obs = observe(self.state, [seat])
             mask = self.state.legal_action_mask.copy()
             action = int(agent.act(obs, mask, self.rng)[0])
-            hint = top_choices(agent, obs, mask, action, self.rng) if self.show_policy else None
+            hint = hint_entry(agent, obs, mask, action, self.rng) if self.show_policy else None
             self._move(seat, action, hint)
 
     def _move(self, seat: int, action: int, hint: list[list[Any]] | None) -> None:
         from canasta_env.engine import ACTION_NAMES
-        from train.table_view import describe
+        from train.play.table_view import describe
 
         hand_before = self.state.hands[0, seat].copy()
         hand_number = int(self.state.hand_number[0]) + 1
@@ -261,12 +207,11 @@ class Game:
             return self._hint_cache[1]
         from canasta_env.engine import observe
 
-        agents = [a for a in self.players.agents if a is not None]
-        learned = [a for a in agents if hasattr(a, "action_probabilities")]
-        adviser = (learned or agents)[0]
+        seat = adviser(self.seats)
+        assert seat is not None  # the human plays against at least one agent
         obs = observe(self.state, [self.human])
         mask = self.state.legal_action_mask.copy()
-        hint = top_choices(adviser, obs, mask, None, np.random.default_rng(self.version))
+        hint = hint_entry(seat.agent, obs, mask, None, np.random.default_rng(self.version))
         self._hint_cache = (self.version, hint)
         return hint
 
@@ -302,7 +247,7 @@ class Game:
         """The saved game: what ``from_json`` replays (rules, seats, seed, every action), the
         agents' random stream (so a restored game plays on as the one it replaces) and the log."""
         return {"format": GAME_FORMAT, "version": GAME_VERSION, "id": self.id,
-                "rules": self.players.rules.to_dict(), "seats": self.players.specs, "human": self.human,
+                "rules": self.rules.to_dict(), "seats": [s.spec for s in self.seats], "human": self.human,
                 "seed": self.seed, "hands": self.hands, "show_policy": self.show_policy,
                 "actions": self.actions, "hints": self.hints, "log": self.log,
                 "hands_recorded": self.hands_recorded, "rng": self.rng.bit_generator.state}
@@ -314,10 +259,9 @@ class Game:
         ``ValueError``). The file is checked first, as the server's files are writable by anyone
         with the record dir: its id must be its file's, its rules the server's, and its seats only
         ``agents``, the server's own (a name there could import a module or unpickle a checkpoint)."""
-        checked = _checked_save(data, pool.rules, game_id, agents)
-        specs = checked["seats"]
-        players = Lineup(pool.rules, specs, [None if s is None else pool.get(s) for s in specs])
-        game = cls(game_id, players, checked["seed"], checked["human"], record_dir,
+        checked = checked_save(data, pool.rules, game_id, agents)
+        seats = seats_from_specs(checked["seats"], pool, name_paths=False)
+        game = cls(game_id, pool.rules, seats, checked["seed"], checked["human"], record_dir,
                    hands=checked["hands"], show_policy=checked["show_policy"])
         game.hands_recorded = checked["hands_recorded"]
         game._replaying = True
@@ -329,50 +273,6 @@ class Game:
         if "rng" in checked:
             game.rng.bit_generator.state = checked["rng"]
         return game
-
-
-def _checked_save(data: Any, rules: RuleSet, game_id: str, agents: set[str]) -> dict[str, Any]:
-    """A saved game's fields, each of the type ``Game.to_json`` writes; ``ValueError`` names the
-    first that is not (values the engine checks itself, such as the actions, are left to it)."""
-    if not isinstance(data, dict) or data.get("format") != GAME_FORMAT or data.get("version") != GAME_VERSION:
-        raise ValueError("not a saved web game")
-    if data.get("id") != game_id:
-        raise ValueError(f"the file holds game {_shown(data.get('id'))}")
-    if data.get("rules") != json.loads(json.dumps(rules.to_dict())):  # compared, never loaded
-        raise ValueError(f"the game was played under other rules than this server's {rules.name}")
-    n = rules.num_players
-    human, seats = data.get("human"), data.get("seats")
-    if not _is_int(human) or not 0 <= human < n:
-        raise ValueError(f"'human' {_shown(human)} is not a seat 0-{n - 1}")
-    if not isinstance(seats, list) or len(seats) != n \
-            or any((s is None) != (p == human) for p, s in enumerate(seats)):
-        raise ValueError(f"'seats' {_shown(seats)} is not {n} agent names with null at the human's seat")
-    strangers = [s for s in seats if s is not None and s not in agents]
-    if strangers:
-        raise ValueError(f"agent {_shown(strangers[0])} is not one this server plays "
-                         f"({', '.join(sorted(agents))})")
-    types: dict[str, Any] = {"seed": int, "hands": (int, type(None)), "show_policy": bool,
-                             "actions": list, "hints": list, "log": list, "hands_recorded": int}
-    for key, kind in types.items():
-        if not isinstance(data.get(key), kind) or (kind is int and isinstance(data[key], bool)):
-            raise ValueError(f"{key!r} is {_shown(data.get(key))}, not what a saved game holds")
-    if data["hands"] is not None and data["hands"] < 1 or data["hands_recorded"] < 0:
-        raise ValueError("'hands' and 'hands_recorded' must be positive")
-    if not all(_is_int(a) for a in data["actions"]) or not all(isinstance(e, dict) for e in data["log"]):
-        raise ValueError("'actions' must be action ids and 'log' move entries")
-    if "rng" in data and not isinstance(data["rng"], dict):
-        raise ValueError(f"'rng' is {_shown(data['rng'])}, not a random generator's state")
-    return data
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _shown(value: Any) -> str:
-    from canasta_env.messages import short_repr
-
-    return short_repr(value, 40)
 
 
 class GameStore:
@@ -392,7 +292,7 @@ class GameStore:
         self.games_dir.mkdir(parents=True, exist_ok=True)
         self.lock = threading.RLock()
         self._games: OrderedDict[str, Game] = OrderedDict()
-        lineup(pool, 0, self.opponents, partner)  # every agent built (and checked) before serving
+        web_seats(pool, 0, self.opponents, partner)  # every agent built (and checked) before serving
 
     def warm(self) -> None:
         """Load the engine's and the agents' compiled kernels now (a deal, a view and one decision
@@ -410,17 +310,17 @@ class GameStore:
 
     def new(self, seat: Any = 0, seed: Any = None) -> Game:
         """A new game, the agents already moved up to the human's first turn."""
-        if not _is_int(seat) or not 0 <= seat < self.pool.rules.num_players:
+        if not is_int(seat) or not 0 <= seat < self.pool.rules.num_players:
             raise GameError(400, f"'seat' must be a seat number 0-{self.pool.rules.num_players - 1}, "
-                                 f"got {_shown(seat)}")
+                                 f"got {shown(seat)}")
         if seed is None:
             seed = secrets.randbelow(2**31)
-        if not _is_int(seed) or not 0 <= seed < 2**63:
-            raise GameError(400, f"'seed' must be an integer in [0, 2**63), got {_shown(seed)}")
+        if not is_int(seed) or not 0 <= seed < 2**63:
+            raise GameError(400, f"'seed' must be an integer in [0, 2**63), got {shown(seed)}")
         with self.lock:
             game_id = secrets.token_hex(8)
-            players = lineup(self.pool, seat, self.opponents, self.partner)
-            game = Game(game_id, players, seed, seat, self.record_dir, hands=self.hands,
+            seats = web_seats(self.pool, seat, self.opponents, self.partner)
+            game = Game(game_id, self.pool.rules, seats, seed, seat, self.record_dir, hands=self.hands,
                         show_policy=self.show_policy)
             game.run_agents()
             self._remember(game)
@@ -430,7 +330,7 @@ class GameStore:
     def get(self, game_id: str) -> Game:
         """The game with this id, from memory or from its saved file; ``GameError`` 404 if none."""
         if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
-            raise GameError(404, f"no game {_shown(game_id)}: game ids are 16 hex digits")
+            raise GameError(404, f"no game {shown(game_id)}: game ids are 16 hex digits")
         with self.lock:
             if game_id in self._games:
                 self._games.move_to_end(game_id)

@@ -65,7 +65,7 @@ def hand_frames(record: Any) -> dict[str, Any]:
     after the hand), ``moves[i]`` the decision with the mover's recorded top choices, if any."""
     from canasta_env.engine import ACTION_NAMES
     from canasta_env.records import RecordError, check_outcome, replay_step, start_state
-    from train.table_view import describe
+    from train.play.table_view import describe
     from train.web.views import table_view
 
     top = _top_moves(record)

@@ -1,6 +1,6 @@
 """The table as JSON: what the browser draws, from one seat's view or omniscient (replay).
 
-Mirrors ``train.table_view`` (the terminal table): a seat sees its own hand, every meld, the pile,
+Mirrors ``train.play.table_view`` (the terminal table): a seat sees its own hand, every meld, the pile,
 hand sizes and the cards others are known to hold from pile takes, red threes and scores; never the
 stock order or the unknown part of another hand. ``viewer=None`` is the omniscient view of a replay:
 every hand shown. Cards are kind names (``JK``, ``2``, ``R3``, ``B3``, ``4`` ... ``A``).
@@ -25,7 +25,7 @@ from canasta_env.engine.cards import (
     TWO,
 )
 from canasta_env.engine.layout import PHASE_NAMES
-from train.table_view import describe, side_seats
+from train.play.table_view import describe, side_seats
 
 CLOSED_KINDS = ("natural", "mixed", "wild", "sevens")
 

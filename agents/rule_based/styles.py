@@ -1,0 +1,110 @@
+"""The style population: named profiles of the heuristic player that play visibly different games.
+
+A profile is a set of ``HeuristicConfig`` fields changed from the rules' defaults
+(``HeuristicConfig.for_rules``). Agents are named ``heuristic:PROFILE``, optionally followed by
+fields, ``heuristic:pile_fighter,freeze_pile=6``, or fields alone, ``heuristic:go_out_margin=-1000``;
+``make_agent("heuristic", rules, style="eager")`` is the same. docs/agents.md describes each
+profile's play and its measured statistics.
+
+Profiles marked ``held_out`` are never trained against (``TRAINING_STYLES`` leaves them out): they
+exist to measure how an agent does against a style it has never met.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from agents.rule_based.heuristic_config import HeuristicConfig
+from canasta_env.messages import short_repr
+from canasta_env.rules import RuleSet
+
+NEVER = 1e9  # a threshold no pile or margin reaches
+
+
+@dataclass(frozen=True)
+class Style:
+    """One profile: what it plays like, the config fields it changes, and the pile thresholds it
+    uses with a two-card draw (2 players) or a one-card draw (3-4 players)."""
+
+    summary: str
+    fields: dict[str, float]
+    two_card: dict[str, float] = dataclasses.field(default_factory=dict)
+    one_card: dict[str, float] = dataclasses.field(default_factory=dict)
+    held_out: bool = False
+
+
+# Pile thresholds better than the defaults with a two-card draw (measured: 0.54-0.55 against the
+# heuristic on their own); the profiles take them unless they say otherwise.
+PATIENT_PILE = {"pair_take_pile": 5.0, "wild_take_pile": 6.0}
+
+STYLES: dict[str, Style] = {
+    "eager": Style("opens at once and goes out at the first chance unless 300 points behind: holds no "
+                   "cards back, discards with half the usual care",
+                   {"go_out_margin": -300.0, "keep_cards": 0.0, "danger_weight": 0.5}, PATIENT_PILE),
+    "hoarder": Style("holds cards back (melds only while five stay in hand) and goes out only when an "
+                     "opponent is about to, or the stock is nearly gone",
+                     {"go_out_margin": NEVER, "keep_cards": 5.0, "late_stock": 3.0, "threat_hand": 1.0},
+                     PATIENT_PILE),
+    "pile_fighter": Style("fights for the pile: takes a pile of three with a pair (two with a one-card "
+                          "draw), keeps pairs to take it with, and freezes a pile of six with a wild",
+                          {"freeze_pile": 6.0, "freeze_cost": 100.0, "pair_keep": 100.0},
+                          {"pair_take_pile": 3.0, "wild_take_pile": 4.0, "layoff_take_pile": 4.0},
+                          {"pair_take_pile": 2.0, "wild_take_pile": 2.0}),
+    "builder": Style("builds canastas first: keeps three cards back and goes out only 400 points ahead",
+                     {"go_out_margin": 400.0, "keep_cards": 3.0}, PATIENT_PILE, held_out=True),
+    "defensive": Style("discards to deny: four times the danger weight, black threes first, freezes a pile "
+                       "of six, and goes out early when an opponent nears the end",
+                       {"danger_weight": 4.0, "b3_pile": 0.0, "freeze_pile": 6.0, "freeze_cost": 60.0,
+                        "threat_hand": 6.0, "late_stock": 12.0}, PATIENT_PILE, held_out=True),
+    "rusher": Style("fights for the pile and races out: takes it whenever a pair allows, holds nothing "
+                    "back, goes out at the first chance unless 300 points behind",
+                    {"go_out_margin": -300.0, "keep_cards": 0.0, "danger_weight": 0.7},
+                    {"pair_take_pile": 4.0, "wild_take_pile": 6.0},
+                    {"pair_take_pile": 2.0, "wild_take_pile": 3.0}, held_out=True),
+}
+
+TRAINING_STYLES: tuple[str, ...] = tuple(name for name, s in STYLES.items() if not s.held_out)
+HELD_OUT_STYLES: tuple[str, ...] = tuple(name for name, s in STYLES.items() if s.held_out)
+FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(HeuristicConfig))
+
+
+def style_agent_names(held_out: bool | None = None) -> list[str]:
+    """``heuristic`` and ``heuristic:PROFILE`` for every profile (only the held-out ones with
+    ``held_out=True``; ``heuristic`` and the training ones with ``False``)."""
+    names = [] if held_out else ["heuristic"]
+    return names + [f"heuristic:{name}" for name, s in STYLES.items()
+                    if held_out is None or s.held_out == held_out]
+
+
+def style_config(spec: str, rules: RuleSet) -> HeuristicConfig:
+    """The config that ``spec`` names: ``PROFILE``, ``PROFILE,FIELD=VALUE,...`` or ``FIELD=VALUE,...``
+    over the rules' defaults. Errors name the part of ``spec`` that is wrong."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"heuristic style {short_repr(spec)} is empty; name a profile "
+                         f"({', '.join(STYLES)}) or FIELD=VALUE pairs")
+    changes: dict[str, float] = {}
+    for i, part in enumerate(p.strip() for p in spec.split(",")):
+        if "=" not in part:
+            if i > 0 or part not in STYLES:
+                where = "first" if i == 0 else f"part {i + 1}"
+                raise ValueError(f"heuristic style {short_repr(spec)}: {short_repr(part)} ({where}) is not "
+                                 f"a profile; profiles: {', '.join(STYLES)} (first), then FIELD=VALUE")
+            style = STYLES[part]
+            two_card = (rules.resolved().draw_count or 1) >= 2
+            changes.update(style.fields, **(style.two_card if two_card else style.one_card))
+            continue
+        key, _, text = (x.strip() for x in part.partition("="))
+        if key not in FIELDS:
+            raise ValueError(f"heuristic style {short_repr(spec)}: unknown field {short_repr(key)}; "
+                             f"fields: {', '.join(FIELDS)}")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise ValueError(f"heuristic style {short_repr(spec)}: {key} = {short_repr(text)} is not a "
+                             "finite number")
+        changes[key] = value
+    return dataclasses.replace(HeuristicConfig.for_rules(rules), **changes)

@@ -1,0 +1,215 @@
+"""PettingZoo AEC env ``canasta_v0`` over a batch of one game.
+
+Agents ``player_0 ..``; every decision of a turn is exposed (a turn is several decisions by the same
+agent, so there is no Parallel API). Observation: ``{"observation": float32 (D,), "action_mask":
+int8 (A,)}`` (the mask is all zero for agents not to move; also in ``infos[agent]["action_mask"]``).
+Rewards are set for every agent when a hand is scored: its side's hand score minus the best other
+side's, times ``reward_scale`` (or +1/0/-1). An episode is a hand, or a game with
+``episode="game"``; truncation only from the engine's step cap.
+
+Version history: v0 - first release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from canasta_env.engine import (
+    ACTION_NAMES,
+    NUM_ACTIONS,
+    DealId,
+    ExplicitDeal,
+    State,
+    init_from_deals,
+    observe,
+    step_one,
+)
+from canasta_env.engine.core import check_action, check_seed
+from canasta_env.engine.layout import EV_HAND_END, pack_params
+from canasta_env.engine.observation import bounds
+from canasta_env.engine.render import render
+from canasta_env.envs.learner import REWARD_MODES, check_real, default_reward_scale, hand_reward
+from canasta_env.messages import short_repr
+from canasta_env.rules import RuleSet, load_rules
+
+
+def env(rules: Any = "classic_4p", **options: Any) -> AECEnv:
+    """``raw_env`` behind PettingZoo's standard wrappers: an illegal move ends the game with -1
+    for the offender; out-of-range actions assert; calls must follow the AEC order."""
+    aec: AECEnv = raw_env(rules, **options)
+    aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
+    aec = wrappers.AssertOutOfBoundsWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(aec)
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """Canasta for ``num_players`` agents; an illegal move raises ``IllegalActionError``.
+
+    Args:
+        rules: preset name, YAML path or ``RuleSet``.
+        render_mode: ``"ansi"`` or ``"human"``: the view of the agent to move.
+        omniscient_render: render every hand and the pile contents (debugging).
+        episode: ``"hand"`` or ``"game"``.
+        reward_mode, reward_scale: as for ``Canasta-v0``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "canasta_v0",
+                "is_parallelizable": False, "render_fps": 4}
+
+    def __init__(self, rules: Any = "classic_4p", render_mode: str | None = None, *,
+                 omniscient_render: bool = False, episode: str = "hand",
+                 reward_mode: str = "margin", reward_scale: float | None = None) -> None:
+        super().__init__()
+        self.rules: RuleSet = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
+        if render_mode is not None and render_mode not in ("ansi", "human"):
+            raise ValueError(f"render_mode must be 'ansi' or 'human', got {render_mode!r}")
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if episode not in ("hand", "game"):
+            raise ValueError(f"episode must be 'hand' or 'game', got {episode!r}")
+        self.render_mode = render_mode
+        self.omniscient_render = omniscient_render
+        self.episode = episode
+        self.reward_mode = reward_mode
+        self.reward_scale = default_reward_scale(self.rules) if reward_scale is None else check_real(
+            reward_scale, "reward_scale", "canasta_v0", positive=True)
+        n = self.rules.num_players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        self.state: State | None = None
+        self._base_seed: int | None = None
+        self._episode_index = 0
+        low, high = bounds(pack_params(self.rules, episode))
+        obs_space = spaces.Dict({
+            "observation": spaces.Box(low, high, dtype=np.float32),
+            "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), dtype=np.int8),
+        })
+        self._obs_spaces = {a: obs_space for a in self.possible_agents}
+        # annotated: gymnasium 1.2's Discrete is generic in its int type, which mypy cannot infer
+        self._act_spaces: dict[str, spaces.Space] = {a: spaces.Discrete(NUM_ACTIONS)
+                                                    for a in self.possible_agents}
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._act_spaces[agent]
+
+    @staticmethod
+    def action_to_string(action: int) -> str:
+        """Readable name of an action, e.g. ``MELD_NNN_K``."""
+        return ACTION_NAMES[int(action)]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k);
+        ``options={"deal": DealId or ExplicitDeal}`` plays that deal."""
+        deal = None
+        if options:
+            extra = set(options) - {"deal"} if isinstance(options, dict) else {options}
+            if extra:
+                warnings.warn(f"canasta_v0 reset options other than 'deal' are ignored: "
+                              f"{sorted(map(str, extra))}", stacklevel=2)
+            deal = options.get("deal") if isinstance(options, dict) else None
+        if seed is not None:
+            seed = check_seed(seed, "canasta_v0 reset")
+        if seed is not None or self._base_seed is None:
+            self._base_seed = seed if seed is not None else int(
+                np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+            self._episode_index = 0
+        else:
+            self._episode_index += 1
+        if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
+            try:
+                deal = DealId(*deal)
+            except TypeError:
+                raise ValueError(f"canasta_v0 reset: option 'deal' must be a DealId (seed, row, "
+                                 f"index) or an ExplicitDeal, got {short_repr(deal)}") from None
+        self.state = init_from_deals(
+            self.rules, [deal or DealId(self._base_seed, 0, self._episode_index)],  # type: ignore[arg-type]
+            episode=self.episode)
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self._sync()
+
+    def _state(self) -> State:
+        if self.state is None:
+            raise RuntimeError("reset() must be called first")
+        return self.state
+
+    def _mover(self) -> int | None:
+        """The seat to move, or None once the episode is over."""
+        state = self._state()
+        if state.terminated[0] or state.truncated[0]:
+            return None
+        return int(state.current_player[0])
+
+    def _mask(self, agent: str, mover: int | None) -> npt.NDArray[np.int8]:
+        if self.agent_name_mapping[agent] != mover:
+            return np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return self._state().legal_action_mask[0].astype(np.int8)
+
+    def _sync(self) -> None:
+        state = self._state()
+        self.agent_selection = self.possible_agents[int(state.current_player[0])]
+        mover = self._mover()
+        for a in self.agents:
+            self.infos[a] = {"action_mask": self._mask(a, mover)}
+
+    def observe(self, agent: str) -> dict[str, npt.NDArray[Any]]:
+        seat = self.agent_name_mapping[agent]
+        return {"observation": observe(self._state(), [seat])[0],
+                "action_mask": self._mask(agent, self._mover())}
+
+    def step(self, action: int) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        state = self._state()
+        action = check_action(action, "canasta_v0 step")  # 3.7 is refused, not played as 3
+        self._cumulative_rewards[agent] = 0.0
+        result = step_one(state, action)
+        self.rewards = {a: 0.0 for a in self.agents}
+        if result.events[0] & EV_HAND_END:  # a hand was scored
+            rewards = hand_reward(result.rewards[0], self.reward_mode, self.reward_scale)
+            for a in self.agents:
+                self.rewards[a] = float(rewards[self.agent_name_mapping[a]])
+        if result.terminated[0] or result.truncated[0]:
+            for a in self.agents:
+                self.terminations[a] = bool(result.terminated[0])
+                self.truncations[a] = bool(result.truncated[0])
+            self._accumulate_rewards()
+            self.agent_selection = self.possible_agents[int(state.current_player[0])]
+            for a in self.agents:
+                self.infos[a] = {"action_mask": np.zeros(NUM_ACTIONS, dtype=np.int8)}
+        else:
+            self._sync()
+            self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            warnings.warn("render() called without a render_mode", stacklevel=2)
+            return None
+        state = self._state()
+        player = None if self.omniscient_render else int(state.current_player[0])
+        text = render(state, 0, player=player)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        self.state = None

@@ -1,0 +1,83 @@
+"""``canasta gauntlet AGENT``: one agent against every profile of the style population on
+duplicate deals; a Markdown table, held-out profiles marked, and the minimum win rate."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
+
+
+@dataclass
+class GauntletOptions:
+    """The options of ``canasta gauntlet``."""
+
+    agent: str = opt(help=f"the agent under test: {AGENT_HELP}", positional=True)
+    rules: str = opt("classic_2p", RULES_HELP, metavar="RULES")
+    opponents: list[str] | None = opt(None, "opponents (default: heuristic and every style profile)",
+                                      metavar="AGENT")
+    also: list[str] = opt(help="opponents added to the default ones (greedy, search, a checkpoint...)",
+                          factory=list, metavar="AGENT")
+    deals: int = opt(1000, "duplicate deals per opponent (each played in every seating)")
+    deal_set: str = opt("v1", "fixed deal set: v1, classic_2p-v1 or a .npz path (its first --deals deals)")
+    json: str | None = opt(None, "also write the rows to this JSON file", metavar="FILE")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``canasta gauntlet``."""
+    add_options(parser, GauntletOptions)
+
+
+def command_line(o: GauntletOptions) -> str:
+    """The command that reproduces ``o``."""
+    parts = ["canasta", "gauntlet", o.agent, "--rules", o.rules, "--deals", str(o.deals), "--deal-set",
+             o.deal_set]
+    if o.opponents is not None:
+        parts += ["--opponents", *o.opponents]
+    if o.also:
+        parts += ["--also", *o.also]
+    return shlex.join(parts)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``canasta gauntlet`` entry point: play, print a Markdown table and the minimum."""
+    from agents import make_agent
+    from agents.rule_based.styles import style_agent_names
+    from canasta_env.deal_sets import load_deal_set
+    from canasta_env.rules import load_rules
+    from train.evaluation.gauntlet import gauntlet_rows, weakest
+
+    o = GauntletOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(GauntletOptions)})
+    rules = load_rules(o.rules)
+    names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
+    if not names:
+        raise ValueError("--opponents: name at least one opponent")
+    agent = make_agent(o.agent, rules)
+    opponents = {name: make_agent(name, rules) for name in dict.fromkeys(names)}
+    dset = load_deal_set(o.deal_set, rules)
+    deals = dset.first(o.deals, "--deals")
+    print(f"{o.agent} on {rules.name}, {o.deals} deals of {dset.name} x {rules.num_sides} seatings "
+          "(95% bootstrap intervals over deals; * held out of training)\n")
+    print("| opponent | win rate | mean margin | went out |")
+    print("|---|---|---|---|")
+    rows = []
+    for s in gauntlet_rows(rules, agent, opponents, deals):
+        rows.append(s)
+        print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {s['win_rate']:.3f} [{s['win_lo']:.3f}, "
+              f"{s['win_hi']:.3f}] | {s['mean_margin']:.0f} [{s['margin_lo']:.0f}, {s['margin_hi']:.0f}] | "
+              f"{s['went_out']:.3f} |", flush=True)
+    worst = weakest(rows)
+    print(f"\nminimum win rate: {worst['win_rate']:.3f} [{worst['win_lo']:.3f}, {worst['win_hi']:.3f}] "
+          f"against {worst['opponent']}")
+    command = command_line(o)
+    print(f"command: {command}")
+    if o.json:
+        Path(o.json).write_text(json.dumps({"agent": o.agent, "rules": rules.name, "deals": o.deals,
+                                            "deal_set": dset.name, "command": command, "rows": rows},
+                                           indent=2) + "\n")
+    return 0

@@ -1,0 +1,91 @@
+"""``canasta train``, and the flags and entry point it shares with ``canasta selfplay`` and
+``canasta league``: read the config file and flags into ``TrainArgs``, then ``train.learning``."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from train.common.options import add_options, opt
+from train.common.run_dir import new_run_dir
+from train.common.stop_request import StoppedBeforeCheckpoint, catch_stop_signals
+from train.learning.config import TrainArgs, load_args, read_options
+
+
+@dataclass
+class RunControl:
+    """What ``canasta train|selfplay|league`` does with the run folder, besides its ``TrainArgs``."""
+
+    config: str | None = opt(None, "YAML file of TrainArgs fields (configs/train/*.yaml)", metavar="FILE")
+    resume: bool = opt(False, "continue the run in --run-dir from its latest checkpoint (its config.json "
+                       "is the base; the config file and flags override it)")
+    overwrite: bool = opt(False, "delete the run already in --run-dir and start afresh")
+    strict_resume: bool = opt(False, "with --resume: fail if the latest checkpoint is damaged instead of "
+                              "falling back to the previous intact one")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``RunControl``, then one flag per ``TrainArgs`` field (``train.common.options``: its help
+    and default from the field's declaration, the underscored spelling a hidden alias); a
+    ``TrainArgs`` flag given overrides the config file, and a bool one takes a value
+    (``--progress false``)."""
+    add_options(parser, RunControl)
+    add_options(parser, TrainArgs, overrides=True, bool_values=True)
+
+
+add_arguments = add_flags
+
+
+# What ``canasta league`` sets unless the config file or a flag says otherwise.
+LEAGUE_DEFAULTS: dict[str, Any] = {"league": ["heuristic", "greedy"], "pfsp": True}
+
+
+def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = False) -> int:
+    """Shared entry point of ``canasta train``, ``canasta selfplay`` and ``canasta league``."""
+    from train.common.run_dir import read_config
+
+    skip = {"config", "resume", "overwrite", "strict_resume", "command", "debug", "_run"}
+    overrides = {k: v for k, v in vars(ns).items() if k not in skip}
+    given = read_options(ns.config, overrides)
+    if league and not ns.resume:
+        given = {**LEAGUE_DEFAULTS, **given}
+    if given.get("run_dir") is None:
+        if ns.resume:
+            raise ValueError("--resume continues the run in --run-dir: name the folder")
+        given["run_dir"] = str(new_run_dir(Path(ns.config).stem if ns.config else str(given.get("rules",
+                                                                                      "run"))))
+    args = load_args(None, given, source=ns.config)
+    if ns.resume:  # the stored config is the base; the config file and the flags override it
+        stored = Path(args.run_dir) / "config.json"
+        args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
+    with catch_stop_signals() as stop:
+        try:
+            if args.exploiter_every > 0:
+                if not league:
+                    raise ValueError("training option exploiter_every trains a league: use canasta league")
+                from train.learning.exploiter_league import train_with_exploiters
+
+                run = train_with_exploiters(args, resume=ns.resume, overwrite=ns.overwrite,
+                                            strict_resume=ns.strict_resume, stop=stop)
+            else:
+                from train.learning.trainer import train
+
+                run = train(args, resume=ns.resume, selfplay=selfplay or league, overwrite=ns.overwrite,
+                            strict_resume=ns.strict_resume, stop=stop)
+        except StoppedBeforeCheckpoint:
+            print(f"stopped by {stop.signal_name} during behaviour cloning, before the first checkpoint; "
+                  f"start again with: canasta {ns.command} --run-dir {args.run_dir} --resume", flush=True)
+            return stop.exit_status
+    print(f"run directory: {run}")
+    if stop.requested:
+        print(f"stopped by {stop.signal_name}; continue with: canasta {ns.command} --run-dir {run} --resume",
+              flush=True)
+        return stop.exit_status
+    return 0
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``canasta train`` entry point."""
+    return run_command(ns)

@@ -1,0 +1,169 @@
+"""What a training run directory holds, and the rules for starting, resuming and replacing one.
+
+A folder holds a run when it has the run's ``config.json``, a ``latest`` pointer or a checkpoint.
+``canasta train`` refuses to start a fresh run there (that would mix two runs' checkpoints, logs and
+TensorBoard events) unless told ``--resume`` (continue it) or ``--overwrite`` (delete the old run's
+files first), and refuses ``--resume`` on a folder holding no run (a mistyped path would otherwise
+start from step 0). Every check happens before anything is written, so a refused command leaves the
+folder as it was. The whole run holds the folder's lock (``train.common.folder_lock``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.checkpoint import (
+    LATEST,
+    TMP_PREFIX,
+    CheckpointError,
+    is_complete,
+    latest_name,
+    list_checkpoints,
+    load_checkpoint,
+)
+from train.common.folder_lock import FolderLock
+
+CONFIG_FILE = "config.json"
+CHECKPOINT_NAME = re.compile(r"ckpt_\d+")
+# What a run writes besides its checkpoint directories; --overwrite deletes these and nothing else.
+RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl")
+
+
+class RunDirError(ValueError):
+    """The run directory does not fit the command (a run where none is expected, or none where one
+    is), or the latest checkpoint is damaged under ``--strict-resume``."""
+
+
+def holds_run(run: Path) -> bool:
+    """Whether ``run`` holds a training run's files (its config, ``latest`` or a checkpoint)."""
+    if not run.is_dir():
+        return False
+    return any((run / name).exists() for name in (CONFIG_FILE, LATEST)) or any(
+        _is_checkpoint_dir(p) for p in run.iterdir())
+
+
+def _is_checkpoint_dir(path: Path) -> bool:
+    """A checkpoint of a run: complete, or named like one (``ckpt_<digits>``, possibly damaged)."""
+    return path.is_dir() and not path.is_symlink() and (
+        CHECKPOINT_NAME.fullmatch(path.name) is not None or is_complete(path))
+
+
+def check_run(run: Path, *, resume: bool, overwrite: bool) -> None:
+    """Raise ``RunDirError`` (or ``FolderLockedError``) if the command cannot start on ``run``;
+    touches nothing, so a command fails fast before its slow setup."""
+    if resume and overwrite:
+        raise RunDirError("--resume and --overwrite contradict each other: choose one")
+    if run.exists() and not run.is_dir():
+        raise RunDirError(f"{run}: not a directory")
+    FolderLock(run, "run directory").probe()
+    _check_fits(run, resume, overwrite)
+
+
+def open_run(run: Path, *, resume: bool, overwrite: bool) -> FolderLock:
+    """Lock ``run`` for a fresh, resumed or replacing run (``check_run`` first, and again under
+    the lock); the caller releases it when the run ends, and clears an old run (``clear_run``)
+    only once its own setup has succeeded, so a failing ``--overwrite`` loses nothing."""
+    check_run(run, resume=resume, overwrite=overwrite)
+    lock = FolderLock(run, "run directory")
+    lock.acquire()
+    try:
+        _check_fits(run, resume, overwrite)  # another process may have started a run meanwhile
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
+    exists = holds_run(run)
+    if resume and not exists:
+        raise RunDirError(f"{run}: --resume, but this folder holds no run (no {CONFIG_FILE}, "
+                          "checkpoint or 'latest'); check the path")
+    if exists and not (resume or overwrite):
+        raise RunDirError(f"{run}: already holds a run; pass --resume to continue it, --overwrite to "
+                          "replace it, or choose another --run-dir")
+
+
+def clear_run(run: Path) -> None:
+    """Delete a run's files (config, logs, checkpoints, partial writes); other files stay."""
+    for p in list(run.iterdir()):
+        if p.name in RUN_FILES or p.name.startswith(TMP_PREFIX) or _is_checkpoint_dir(p):
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
+def read_config(run: Path) -> dict[str, Any]:
+    """The run's stored ``config.json`` (empty when there is none)."""
+    path = run / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunDirError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object of training options")
+    return data
+
+
+def write_config(run: Path, config: dict[str, Any]) -> None:
+    """Replace ``config.json`` atomically."""
+    tmp = run / f"{TMP_PREFIX}{CONFIG_FILE}-{os.getpid()}"
+    tmp.write_text(json.dumps(config, indent=1), encoding="utf-8")
+    os.replace(tmp, run / CONFIG_FILE)
+
+
+def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
+    """The checkpoint a resume continues from: the one ``latest`` names if every file of it
+    verifies, else (reported on stderr; an error under ``strict``) the newest one that does.
+
+    Without a ``latest`` file (a kill between a checkpoint's rename and the pointer update) the newest
+    checkpoint is used as is. None when the run has no checkpoint yet (killed before its first).
+    """
+    candidates = list_checkpoints(run)
+    named = latest_name(run)
+    problems: list[str] = []
+    if named is not None:
+        if (run / named).is_dir():
+            candidates = [c for c in candidates if c.name != named] + [run / named]
+        else:
+            problems.append(f"'{LATEST}' names {named}, which does not exist")
+    for path in reversed(candidates):
+        try:
+            load_checkpoint(path)
+        except CheckpointError as exc:
+            problems.append(f"{path.name} is damaged: {exc}")
+            continue
+        if problems:
+            _report(run, problems, path, strict)
+        return path
+    if problems:
+        _report(run, problems, None, strict)
+    return None
+
+
+def _report(run: Path, problems: list[str], chosen: Path | None, strict: bool) -> None:
+    fallback = f"falling back to {chosen}" if chosen is not None else "no intact checkpoint: from step 0"
+    text = f"{run}: latest checkpoint unusable ({'; '.join(problems)})"
+    if strict:
+        raise RunDirError(f"{text}; --strict-resume refuses to fall back")
+    print(f"warning: {text}; {fallback}", file=sys.stderr, flush=True)
+
+
+def new_run_dir(label: str, root: Path = Path("runs")) -> Path:
+    """A fresh folder name for a run without ``run_dir``: ``runs/<label>-<date>-<time>``, numbered
+    when two runs start in the same second."""
+    import time
+
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(label).stem)[:60] or "run"
+    base = root / f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path

@@ -1,0 +1,31 @@
+"""A gauntlet: one agent against many opponents on the same fixed duplicate deals (every deal in
+every seating), a row per opponent with the win rate and mean margin and their 95% bootstrap
+intervals. The minimum over the rows is the robustness figure (a mean over a table hides the
+opponent an agent loses to); held-out style profiles (never trained against: ``agents.rule_based.styles``)
+are marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from canasta_env.rules import RuleSet
+
+
+def gauntlet_rows(rules: RuleSet, agent: Any, opponents: Mapping[str, Any],
+                  deals: Any) -> Iterator[dict[str, Any]]:
+    """Play ``agent`` against each opponent on ``deals``; yields one row per opponent as it ends:
+    ``opponent``, ``held_out`` and ``agents.match.MatchResult.summary``'s figures."""
+    from agents.match import play_match
+    from agents.rule_based.styles import style_agent_names
+
+    held = set(style_agent_names(held_out=True))
+    for name, opponent in opponents.items():
+        summary = play_match(rules, agent, opponent, deals).summary()
+        yield {"opponent": name, "held_out": name in held, **summary}
+
+
+def weakest(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row with the lowest win rate."""
+    return min(rows, key=lambda r: r["win_rate"])

@@ -1,0 +1,239 @@
+"""``canasta tournament``: round robins and gauntlets between agents and checkpoints.
+
+Entrants meet in matches (a pair when the game has two sides, a triple at three players) played on
+the batch engine through ``agents.match.play_games``. Every match plays the same deals: deal d is
+``DealId(seed, d, 0)`` or entry d of a fixed deal set. With ``duplicate`` each deal is replayed in
+every seating of the match's entrants (sides swapped; all 6 permutations at three players), so each
+entrant plays each hand from every position and the luck of the deal cancels; without it deal d is
+played once, in seating ``d mod seatings``. ``hands`` counts hands played per match either way, so
+the two designs can be compared at equal cost.
+
+Results are a pure function of the configuration (agent randomness is keyed by deal, seating and
+entrant), so a run interrupted and resumed with the same ``out`` folder replays no finished work
+and ends with the same numbers as an uninterrupted one. Statistics are in
+``train.evaluation.tournament_report``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from canasta_env.rules import RuleSet, load_rules
+from train.common.folder_lock import FolderLock
+from train.evaluation.hand_log import HandLog, TournamentConfig, parse_rows
+from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
+
+
+@dataclass
+class Entrant:
+    label: str
+    spec: str
+    agent: Any = field(repr=False, default=None)
+
+
+def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
+    """Entrants from agent names, checkpoint paths or ``(label, agent)`` pairs; repeated names get
+    ``#2``, ``#3`` labels (two copies of ``random`` are two entrants with their own streams)."""
+    from agents import make_agent
+
+    built: list[Entrant] = []
+    seen: dict[str, int] = {}
+    for e in entrants:
+        if isinstance(e, tuple):
+            label, agent, spec = str(e[0]), e[1], f"python:{type(e[1]).__name__}"
+        else:
+            spec = str(e)
+            label, agent = spec.rstrip("/"), make_agent(spec, rules)
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label = f"{label}#{seen[label]}"
+        built.append(Entrant(label, spec, agent))
+    return built
+
+
+def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
+        vs: str | None = None, partners: Any = None, seed: int = 0, deal_set: str | None = None,
+        out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
+        records: bool = False, ladder: str | Path | None = None, progress: bool = False,
+        plots: bool = True, on_ray: str | None = None) -> Any:
+    """Play a tournament and return its ``TournamentResult`` (see the module docstring).
+
+    The ``out`` folder is locked for the whole tournament (``train.common.folder_lock``): a second
+    tournament on it fails at once naming the holder's PID.
+
+    Args:
+        rules: preset name, YAML path or ``RuleSet``.
+        entrants: agent names (``random``, ``greedy``, ``heuristic``), checkpoint or run folders, or
+            ``(label, agent)`` pairs of agent objects.
+        hands: hands played per match.
+        duplicate: replay each deal in every seating of the match.
+        vs: an entrant's label: play a gauntlet (that entrant against each other) instead of a round
+            robin.
+        partners: an agent (a name as for entrants, or an agent object) that partners every entrant
+            (4 players); by default a side is two copies of one entrant.
+        seed: names the deals (``DealId(seed, d, 0)``) and the agents' random streams.
+        deal_set: a fixed deal set (``v1``, ``classic_2p-v1`` or a path): deal d is its entry d.
+        out: folder for the hand log, results and plots; re-running with it resumes.
+        records: also write every hand as a game record to ``out/records.jsonl``
+            (``canasta replay`` reads it).
+        ladder: a JSON file of OpenSkill ratings kept across tournaments: this one's OpenSkill view
+            starts from it and is stored back (once per tournament; created if missing).
+        resamples: bootstrap resamples of deals for every interval.
+        target_margin: report the deals needed to detect this mean margin per pair.
+        on_ray: play the units as Ray tasks (``train.evaluation.ray_units``): ``"local"`` starts Ray here,
+            ``"auto"`` or ``"host:port"`` joins a cluster. The results are those of a local run.
+    """
+    rules = load_rules(rules)
+    _check_outputs(records, out, ladder, on_ray)
+    lock = FolderLock(out, "tournament folder") if out is not None else None
+    if lock is not None:
+        lock.probe()
+    people = build_entrants(rules, entrants)
+    labels = [e.label for e in people]
+    plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
+    agents = [e.agent for e in people]
+    partner_label = None
+    if partners is not None:
+        partner_label, partner = _partner(partners, rules)
+        agents.append(partner)
+    deal_source, refs, set_name = _deals(rules, plan, deal_set, seed)
+    config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
+                              partner_label, seed, set_name, resamples, target_margin, records)
+    all_labels = labels + ([f"partner:{partner_label}"] if partner_label else [])
+    units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
+             for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
+    layout = Layout(rules, config, plan, agents, all_labels, units, deal_source, refs, seed)
+    with lock if lock is not None else contextlib.nullcontext():
+        return _play(layout, records=records, out=out, ladder=ladder, progress=progress, plots=plots,
+                     on_ray=on_ray)
+
+
+@dataclass
+class Layout:
+    """A tournament laid out: its settings and plan, the agents (entrants, then the partner), their
+    labels, the units of work, and where each deal comes from."""
+
+    rules: RuleSet
+    config: TournamentConfig
+    plan: Plan
+    agents: list[Any]
+    labels: list[str]
+    units: list[tuple[int, npt.NDArray[np.int64]]]
+    deal_source: Any
+    refs: Any
+    seed: int
+
+
+def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | None,
+                   on_ray: str | None) -> None:
+    """Refuse, before any game, an output folder that is a file, records without one, a bad
+    ladder file or an unreachable Ray cluster."""
+    if records and out is None:
+        raise ValueError("records are written into the output folder: give --out")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"{out}: --out must be a folder, and this is a file")
+    if ladder is not None:
+        from train.evaluation.tournament_report import read_ladder
+
+        read_ladder(Path(ladder))
+    if on_ray is not None:
+        from train.evaluation.ray_units import connect
+
+        connect(on_ray)
+
+
+def _partner(partners: Any, rules: RuleSet) -> tuple[str, Any]:
+    """(label, agent) of the fixed partner: an agent name or an agent object."""
+    from agents import make_agent
+
+    if isinstance(partners, str):
+        return partners, make_agent(partners, rules)
+    if callable(getattr(partners, "act", None)):
+        return f"python:{type(partners).__name__}", partners
+    raise ValueError(f"partners must be an agent name or an agent object with act(), got "
+                     f"{type(partners).__name__}")
+
+
+def _deals(rules: RuleSet, plan: Plan, deal_set: str | None, seed: int) -> tuple[Any, Any, str | None]:
+    """(deals of indices, their references, the deal set's name@hash or None): deal d is entry d of
+    the fixed deal set, or ``DealId(seed, d, 0)``."""
+    from canasta_env.deal_sets import load_deal_set
+    from canasta_env.engine import DealId
+
+    if deal_set is None:
+        return (lambda d: [DealId(seed, int(i), 0) for i in d],
+                lambda d: [f"DealId({seed},{int(i)},0)" for i in d], None)
+    dset = load_deal_set(deal_set, rules)
+    if plan.deals > len(dset):
+        raise ValueError(f"deal set {dset.name} holds {len(dset)} deals; {plan.deals} needed")
+    return dset.deals, lambda d: [dset.reference(int(i)) for i in d], f"{dset.name}@{dset.sha256[:16]}"
+
+
+def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str | Path | None,
+          progress: bool, plots: bool, on_ray: str | None) -> Any:
+    """The body of ``run`` once the tournament is laid out (and its folder locked)."""
+    from tqdm import tqdm
+
+    from train.evaluation.tournament_report import summarize
+
+    plan, units, refs = layout.plan, layout.units, layout.refs
+    log = HandLog(Path(out), layout.config, plan.sides, layout.labels) if out is not None else None
+    done = _finished_units(log, plan, units, records)
+    pieces: list[dict[str, npt.NDArray[Any]]] = []
+    total = sum(d.size for _, d in units) * plan.games_per_deal
+
+    def key(unit: tuple[int, npt.NDArray[np.int64]]) -> tuple[int, int]:
+        return unit[0], int(unit[1][0]) // DEALS_PER_UNIT
+
+    pending = [u for u in units if key(u) not in done]
+    shared = (layout.rules, layout.agents, plan, layout.deal_source, layout.seed,
+              layout.labels if records else None)
+    if on_ray is not None:
+        from train.evaluation.ray_units import play_units
+
+        results = play_units(shared, pending, on_ray)
+    else:
+        results = (play_unit(layout.rules, layout.agents, plan, m, d, *shared[3:]) for m, d in pending)
+    with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
+        for m, d in units:
+            if key((m, d)) in done:
+                pieces.append(parse_rows(done[key((m, d))], layout.labels))
+            else:
+                cols, recs = next(results)
+                if log is not None:
+                    if records:
+                        log.append_records(recs)
+                    log.append(cols, refs(cols["deal"]))
+                pieces.append(cols)
+            bar.update(d.size * plan.games_per_deal)
+    hands_cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    hands_cols["deal_ref"] = np.array(refs(hands_cols["deal"]), dtype=object)
+    result = summarize(layout.config, plan, layout.labels, hands_cols,
+                       Path(ladder) if ladder is not None else None)
+    if out is not None:
+        result.save(Path(out), plots=plots)
+    return result
+
+
+def _finished_units(log: HandLog | None, plan: Plan, units: list[tuple[int, npt.NDArray[np.int64]]],
+                    records: bool) -> dict[tuple[int, int], list[dict[str, str]]]:
+    """The units a previous run of this tournament finished (its hand log's rows of each), the log
+    and records cut back to them."""
+    done: dict[tuple[int, int], list[dict[str, str]]] = {}
+    if log is None:
+        return done
+    for row in log.load():
+        done.setdefault((int(row["match"]), int(row["deal"]) // DEALS_PER_UNIT), []).append(row)
+    expected = {(m, int(d[0]) // DEALS_PER_UNIT): d.size * plan.games_per_deal for m, d in units}
+    done = {k: v for k, v in done.items() if expected.get(k) == len(v)}
+    log.rewrite([r for k in sorted(done) for r in done[k]])
+    if records:
+        log.keep_records(set(done))
+    return done

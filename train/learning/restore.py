@@ -1,0 +1,77 @@
+"""Resume: the checkpoint a run continues from loaded into the model, with its optimizer, counters,
+RNG states and opponent pool, each piece checked before the run's config is rewritten."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from train.learning.config import TrainArgs
+
+
+def _check_optimizer_shapes(path: Path, optimizer: Any) -> None:
+    """``CheckpointError`` unless every stored optimizer tensor (Adam's moments, ...) has its
+    parameter's shape: torch accepts any shapes at load and fails only at the next step."""
+    from agents.checkpoint import OPTIMIZER_FILE, CheckpointError
+
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            for key, value in optimizer.state.get(param, {}).items():
+                if getattr(value, "dim", lambda: 0)() and value.shape != param.shape:
+                    raise CheckpointError(f"{path / OPTIMIZER_FILE}: {key} of shape {tuple(value.shape)} "
+                                          f"for a parameter of shape {tuple(param.shape)}")
+
+
+def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False,
+            args: TrainArgs | None = None) -> bool:
+    """Load the checkpoint a resume continues from (``train.common.run_dir.resume_checkpoint``: the latest
+    intact one, a damaged latest reported) into ``model``: weights, optimizer, counters, RNG, the
+    pool and its results; returns whether there was one. With
+    ``args``, their learning rate replaces the stored one and, once everything has loaded, they
+    become the run's ``config.json`` (a refused resume leaves the run as it was)."""
+    from agents.checkpoint import (
+        CheckpointError,
+        current_layout,
+        load_checkpoint,
+        remove_partial_checkpoints,
+        restore_rng_state,
+        validate_state,
+    )
+    from train.common.run_dir import resume_checkpoint, write_config
+
+    remove_partial_checkpoints(run)
+    path = resume_checkpoint(run, strict=strict)
+    if path is None:
+        if args is not None:
+            write_config(run, dataclasses.asdict(args))
+        return False
+    ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
+    validate_state(path, ckpt.state, require=("num_timesteps", "rng"))
+    if ckpt.optimizer_state is None:
+        raise CheckpointError(f"{path}: holds no optimizer state; a run cannot resume from it")
+    try:
+        model.policy.load_state_dict(ckpt.policy_state)
+        model.policy.optimizer.load_state_dict(ckpt.optimizer_state)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        raise CheckpointError(f"{path}: does not fit this run's network (net_arch "
+                              f"{args.net_arch if args else '?'}; {detail})") from None
+    _check_optimizer_shapes(path, model.policy.optimizer)
+    if args is not None:
+        for group in model.policy.optimizer.param_groups:
+            group["lr"] = args.learning_rate
+    model.num_timesteps = int(ckpt.state["num_timesteps"])
+    model._n_updates = int(ckpt.state.get("n_updates", 0))
+    restore_rng_state(ckpt.state["rng"])
+    if pool is not None:
+        from agents.learned.policy import load_policy_agent
+
+        for name in ckpt.state.get("opponent_pool", []):
+            pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
+        results = ckpt.state.get("league_results")
+        if isinstance(results, dict):
+            pool.load_state(results)
+    if args is not None:
+        write_config(run, dataclasses.asdict(args))
+    return True

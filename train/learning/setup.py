@@ -1,0 +1,132 @@
+"""What a training run needs besides its options, resolved once before anything is written: the
+rules as a ``RuleSet``, the agents built from their names, the weights it starts from. The trainers
+and ``train.learning.run_callback`` take this record and never resolve a name again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from canasta_env.messages import short_repr
+from canasta_env.rules import RuleSet
+from train.common.stop_request import StopRequest
+from train.learning.config import IMITATE_LEAGUE, TrainArgs
+
+
+@dataclass
+class RunSetup:
+    """One run, resolved: its options, rules and folder, the agent on the other side (the pool under
+    self-play), the teacher to clone, the checkpoint it starts from, and its stop request."""
+
+    args: TrainArgs
+    rules: RuleSet
+    run: Path
+    opponent: Any
+    pool: Any = None
+    league: dict[str, Any] | None = None
+    teacher: Any = None
+    init: Any = None
+    stop: StopRequest | None = None
+
+
+def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
+            stop: StopRequest | None = None) -> RunSetup:
+    """Build every agent the run names and check what can be checked before anything is written;
+    a mistake is a ``ValueError`` naming the option."""
+    from agents import make_agent
+
+    _check_rollout_memory(args, rules)
+    _check_cpus(args)
+    opponent: Any = None if selfplay else make_agent(args.opponent, rules)
+    for name in args.eval_opponents:  # refused now rather than at the first evaluation
+        make_agent(name, rules)
+    if args.ray is not None:
+        if args.algo != "ppo":
+            raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
+        from train.learning.ray_rollouts import connect_for
+
+        connect_for(args)  # an unreachable or too small cluster is refused before anything is written
+    _check_league(args, selfplay)
+    league = {name: make_agent(name, rules) for name in args.league}
+    teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
+    if args.imitate_opponent not in (None, IMITATE_LEAGUE):
+        make_agent(args.imitate_opponent, rules)
+    init = load_init(args, rules)
+    if args.eval_deal_set is not None:
+        from canasta_env.deal_sets import load_deal_set
+
+        if len(load_deal_set(args.eval_deal_set, rules)) < args.eval_deals:
+            raise ValueError(f"eval_deal_set {args.eval_deal_set!r} holds fewer than eval_deals = "
+                             f"{args.eval_deals} deals")
+    pool = None
+    if selfplay:
+        from agents.learned.policy import PolicyAgent
+        from agents.learned.pool import PoolAgent
+
+        pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
+                         args.pool_size, league=league, prioritized=args.pfsp)
+        opponent = pool
+    return RunSetup(args, rules, run, opponent, pool, league, teacher, init, stop or StopRequest())
+
+
+def _check_league(args: TrainArgs, selfplay: bool) -> None:
+    if args.league and not selfplay:
+        raise ValueError("training option 'league' names pool members: use canasta selfplay or "
+                         "canasta league, or leave it empty")
+    if len(set(args.league)) != len(args.league):
+        raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
+    if args.imitate_opponent == IMITATE_LEAGUE and not args.league:
+        raise ValueError(f"training option imitate_opponent = {IMITATE_LEAGUE!r} needs league members "
+                         "(canasta selfplay or canasta league with 'league' set)")
+
+
+def _check_rollout_memory(args: TrainArgs, rules: RuleSet) -> None:
+    """Refuse, before allocating, a rollout (``num_envs * n_steps`` observations, masks and
+    per-step numbers) that cannot fit in memory."""
+    from agents.checkpoint import current_layout
+    from canasta_env.engine.actions import NUM_ACTIONS
+    from canasta_env.engine.core import check_memory
+
+    steps = args.num_envs * args.n_steps
+    per_step = current_layout(rules)["obs_dim"] * 4 + NUM_ACTIONS + 64
+    check_memory(steps * per_step, f"a rollout of {steps:,} steps (num_envs x n_steps)", "train")
+    if args.imitate is not None:  # the demonstrations are held twice while they are joined
+        check_memory(2 * args.imitate_steps * per_step,
+                     f"imitate_steps = {args.imitate_steps:,} teacher decisions", "train")
+
+
+def _check_cpus(args: TrainArgs) -> None:
+    """Refuse more teacher processes, engine or update threads than CPUs: each teacher loads the engine and
+    torch, so a typo would otherwise start hundreds of them and run the machine out of memory."""
+    cpus = os.cpu_count() or 1
+    if args.imitate is not None and args.imitate_workers > cpus:
+        raise ValueError(f"training option imitate_workers = {args.imitate_workers} exceeds the {cpus} "
+                         "CPUs of this machine")
+    for name in ("engine_threads", "update_threads"):
+        threads = getattr(args, name)
+        if threads > 1 and args.algo != "ppo":
+            raise ValueError(f"training option {name} applies to algo 'ppo' (the lean trainer) only")
+        if threads > cpus:
+            raise ValueError(f"training option {name} = {threads} exceeds the {cpus} CPUs of this machine")
+
+
+def load_init(args: TrainArgs, rules: RuleSet) -> Any:
+    """The checkpoint ``init_from`` names, verified for these rules, this layout and ``net_arch``
+    (before the run writes anything), or None."""
+    if args.init_from is None:
+        return None
+    from agents.checkpoint import current_layout, load_checkpoint, weights_fit
+    from agents.learned.zoo import PREFIX, zoo_path
+
+    path = zoo_path(args.init_from) if args.init_from.startswith(PREFIX) else Path(args.init_from)
+    if not path.exists():
+        raise ValueError(f"training option init_from = {short_repr(args.init_from)}: no such checkpoint "
+                         "or run directory")
+    ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
+    if "policy" not in ckpt.meta or not weights_fit(ckpt, list(args.net_arch)):
+        raise ValueError(f"training option init_from = {short_repr(args.init_from)}: its network does not "
+                         f"fit net_arch {args.net_arch} ({ckpt.path / 'meta.json'} describes it)")
+    return ckpt

@@ -1,0 +1,124 @@
+"""Who sits where at a table a person plays, the terminal table and the web table alike.
+
+Both tables seat their people and agents by one rule, so it is written once here: which agent name
+plays each seat (``seat_specs``), the agents built once per name (``AgentPool``), the seats
+themselves (``build_seats``), which agent advises a human (``adviser``) and what an agent would
+play, with a learned policy's probabilities, for the hint panel and the move log (``top_choices``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Seat:
+    """Who plays a seat: an agent, or a human when ``agent`` is None. ``spec`` is the agent name
+    the seat was built from (None for a human)."""
+
+    label: str
+    agent: Any = None
+    spec: str | None = None
+
+
+class AgentPool:
+    """Agents built once per name and shared by every seat and game (a learned policy loads torch
+    once)."""
+
+    def __init__(self, rules: Any) -> None:
+        self.rules = rules
+        self._made: dict[str, Any] = {}
+
+    def get(self, spec: str) -> Any:
+        """The agent named ``spec`` (``agents.make_agent``); ``ValueError`` for an unknown name."""
+        if spec not in self._made:
+            from agents import make_agent
+
+            self._made[spec] = make_agent(spec, self.rules)
+        return self._made[spec]
+
+
+def is_learned(agent: Any) -> bool:
+    """Whether ``agent`` gives the probabilities of its moves (a learned policy)."""
+    return hasattr(agent, "action_probabilities")
+
+
+def seat_specs(rules: Any, humans: Sequence[int], opponents: Sequence[str], partner: str | None
+               ) -> list[str | None]:
+    """The agent name of each seat, None for a human: in partnership games a human's partners play
+    ``partner`` (default: the first opponent), the other seats take ``opponents`` in turn."""
+    n, sides = rules.num_players, rules.num_sides
+    bad = [h for h in humans if not 0 <= h < n]
+    if bad:
+        raise ValueError(f"--human: seat(s) {bad} out of range for {n} players (0-{n - 1})")
+    if not opponents:
+        raise ValueError("name at least one opponent agent")
+    specs: list[str | None] = []
+    turn = 0
+    for p in range(n):
+        if p in humans:
+            specs.append(None)
+        elif rules.partnerships and any(h % sides == p % sides for h in humans):
+            specs.append(partner or opponents[0])
+        else:
+            specs.append(opponents[turn % len(opponents)])
+            turn += 1
+    return specs
+
+
+def seats_from_specs(specs: Sequence[str | None], pool: AgentPool, *, name_paths: bool = True) -> list[Seat]:
+    """The seats of ``specs`` (None: a human), each agent from ``pool``. With ``name_paths`` a seat
+    whose name is a path (a checkpoint) is labelled by its agent's name; without, by the name as
+    given (the web table's saved games and records name their seats that way)."""
+    seats = []
+    for spec in specs:
+        if spec is None:
+            seats.append(Seat("human"))
+            continue
+        agent = pool.get(spec)
+        label = getattr(agent, "name", spec) if name_paths and Path(spec).exists() else spec
+        seats.append(Seat(label, agent, spec))
+    return seats
+
+
+def build_seats(rules: Any, humans: Sequence[int], opponent: str | Sequence[str], partner: str | None, *,
+                pool: AgentPool | None = None, name_paths: bool = True) -> list[Seat]:
+    """Seat list: humans where asked, the partner agent beside a human in partnership games, the
+    opponent agent (or agents, in turn) elsewhere, one agent object per name (from ``pool``, a new
+    one by default). ``name_paths``: see ``seats_from_specs``."""
+    opponents = [opponent] if isinstance(opponent, str) else list(opponent)
+    specs = seat_specs(rules, humans, opponents, partner)
+    return seats_from_specs(specs, pool if pool is not None else AgentPool(rules), name_paths=name_paths)
+
+
+def adviser(seats: Sequence[Seat], *, learned_only: bool = False) -> Seat | None:
+    """The seat whose agent advises a human: the first learned policy, else (unless
+    ``learned_only``) the first agent; None if there is none."""
+    agents = [s for s in seats if s.agent is not None]
+    learned = [s for s in agents if is_learned(s.agent)]
+    found = learned or ([] if learned_only else agents)
+    return found[0] if found else None
+
+
+def top_moves(agent: Any, observations: np.ndarray, mask: np.ndarray, k: int = 3) -> list[tuple[int, float]]:
+    """The ``k`` most probable legal moves of a learned policy with their probabilities."""
+    probs = np.asarray(agent.action_probabilities(observations, mask))[0]
+    order = np.argsort(-probs, kind="stable")[:k]
+    return [(int(a), float(probs[a])) for a in order if mask[0, a]]
+
+
+def top_choices(agent: Any, observations: np.ndarray, mask: np.ndarray, rng: np.random.Generator, *,
+                pick: int | None = None, k: int = 3) -> list[tuple[int, float | None]]:
+    """What ``agent`` would play: a learned policy's ``top_moves``; for any other agent its one
+    pick without a probability (``pick`` when it has chosen already, else what it plays now)."""
+    if is_learned(agent):
+        choices: list[tuple[int, float | None]] = [(a, p) for a, p in top_moves(agent, observations, mask, k)]
+        return choices
+    if pick is None:
+        pick = int(agent.act(observations, mask, rng)[0])
+    return [(pick, None)]
