@@ -115,8 +115,33 @@ def test_resume_with_another_network_is_one_line_and_changes_nothing(
     before = _snapshot(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--net_arch", "32"]) == 2
     err = capsys.readouterr().err
-    assert "does not fit this run's network" in err and "Traceback" not in err
+    assert "keeps the run's net_arch" in err and "Traceback" not in err and err.count("\n") == 1
     assert _snapshot(run) == before
+
+
+@pytest.mark.parametrize("change", [["--rules", "classic_4p"], ["--algo", "maskable_ppo"],
+                                    ["--reward_mode", "win_loss"]])
+def test_resume_never_changes_what_the_run_was_trained_as(
+        run: Path, change: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    before = _snapshot(run)
+    tiny = [a for a in TINY if a not in ("--rules", "classic_2p")]
+    assert cli_main(["train", *tiny, "--run_dir", str(run), "--resume", *change]) == 2
+    err = capsys.readouterr().err
+    assert f"keeps the run's {change[0][2:]}" in err and "--overwrite" in err and "Traceback" not in err
+    assert _snapshot(run) == before, "a refused resume leaves the run as it was"
+
+
+def test_resume_with_every_checkpoint_damaged_stops_and_changes_nothing(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for ckpt in list_checkpoints(run):
+        policy = ckpt / "policy.safetensors"
+        policy.write_bytes(policy.read_bytes()[:64])
+    before = _snapshot(run)
+    assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]) == 2
+    err = capsys.readouterr().err
+    assert "no intact checkpoint" in err and "nothing was changed" in err and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert _snapshot(run) == before, "a resume must not start over on a damaged run"
 
 
 def test_a_locked_run_directory_is_refused_naming_the_holder(run: Path,

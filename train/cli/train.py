@@ -42,6 +42,18 @@ add_arguments = add_flags
 LEAGUE_DEFAULTS: dict[str, Any] = {"league": ["heuristic", "greedy"], "pfsp": True}
 
 
+# What a run was trained as: a resume may lengthen or re-pace it, never change these.
+RUN_IDENTITY = ("rules", "net_arch", "algo", "reward_mode")
+
+
+def _keep_identity(stored: dict[str, Any], given: dict[str, Any], where: Path) -> None:
+    """Refuse a resume whose config file or flags change what the run was trained as."""
+    for name in RUN_IDENTITY:
+        if name in given and name in stored and given[name] != stored[name]:
+            raise ValueError(f"--resume keeps the run's {name} ({stored[name]!r} in {where}), not "
+                             f"{given[name]!r}: start a new run (another --run-dir) or --overwrite this one")
+
+
 def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = False) -> int:
     """Shared entry point of ``canasta train``, ``canasta selfplay`` and ``canasta league``."""
     from train.common.run_dir import read_config
@@ -59,7 +71,9 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     args = load_args(None, given, source=ns.config)
     if ns.resume:  # the stored config is the base; the config file and the flags override it
         stored = Path(args.run_dir) / "config.json"
-        args = load_args(None, {**read_config(Path(args.run_dir)), **given}, source=str(stored))
+        base = read_config(Path(args.run_dir))
+        _keep_identity(base, given, stored)
+        args = load_args(None, {**base, **given}, source=str(stored))
     with catch_stop_signals() as stop:
         try:
             if args.exploiter_every > 0:

@@ -123,7 +123,8 @@ def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
     verifies, else (reported on stderr; an error under ``strict``) the newest one that does.
 
     Without a ``latest`` file (a kill between a checkpoint's rename and the pointer update) the newest
-    checkpoint is used as is. None when the run has no checkpoint yet (killed before its first).
+    checkpoint is used as is. None when the run has no checkpoint yet (killed before its first); a
+    ``RunDirError`` when it has some and none is intact (a resume never starts over silently).
     """
     candidates = list_checkpoints(run)
     named = latest_name(run)
@@ -148,11 +149,13 @@ def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
 
 
 def _report(run: Path, problems: list[str], chosen: Path | None, strict: bool) -> None:
-    fallback = f"falling back to {chosen}" if chosen is not None else "no intact checkpoint: from step 0"
     text = f"{run}: latest checkpoint unusable ({'; '.join(problems)})"
+    if chosen is None:  # never start over silently: the run's files stay as they are
+        raise RunDirError(f"{text}; no intact checkpoint to resume from, nothing was changed (--overwrite "
+                          "starts the run afresh)")
     if strict:
         raise RunDirError(f"{text}; --strict-resume refuses to fall back")
-    print(f"warning: {text}; {fallback}", file=sys.stderr, flush=True)
+    print(f"warning: {text}; falling back to {chosen}", file=sys.stderr, flush=True)
 
 
 def new_run_dir(label: str, root: Path = Path("runs")) -> Path:

@@ -119,14 +119,35 @@ def load_init(args: TrainArgs, rules: RuleSet) -> Any:
     if args.init_from is None:
         return None
     from agents.checkpoint import current_layout, load_checkpoint, weights_fit
-    from agents.learned.zoo import PREFIX, zoo_path
 
-    path = zoo_path(args.init_from) if args.init_from.startswith(PREFIX) else Path(args.init_from)
-    if not path.exists():
-        raise ValueError(f"training option init_from = {short_repr(args.init_from)}: no such checkpoint "
-                         "or run directory")
+    path = init_path(args.init_from)
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
     if "policy" not in ckpt.meta or not weights_fit(ckpt, list(args.net_arch)):
         raise ValueError(f"training option init_from = {short_repr(args.init_from)}: its network does not "
                          f"fit net_arch {args.net_arch} ({ckpt.path / 'meta.json'} describes it)")
     return ckpt
+
+
+def init_path(init_from: str) -> Path:
+    """The checkpoint or run folder ``init_from`` names (``zoo:NAME`` included); ``ValueError``
+    when there is none."""
+    from agents.learned.zoo import PREFIX, zoo_path
+
+    path = zoo_path(init_from) if init_from.startswith(PREFIX) else Path(init_from)
+    if not path.exists():
+        raise ValueError(f"training option init_from = {short_repr(init_from)}: no such checkpoint "
+                         "or run directory")
+    return path
+
+
+def stored_net_arch(init_from: str) -> list[int] | None:
+    """The hidden layer sizes of the network ``init_from`` holds (one list for the policy and the
+    value network), or None when its description gives none in that form: a run that starts
+    from those weights takes their shape instead of its default."""
+    from agents.checkpoint import load_checkpoint
+
+    ckpt = load_checkpoint(init_path(init_from), load_optimizer=False)
+    arch = ckpt.meta.get("policy", {}).get("kwargs", {}).get("net_arch")
+    if isinstance(arch, list) and arch and all(isinstance(u, int) and not isinstance(u, bool) for u in arch):
+        return list(arch)
+    return None
