@@ -255,3 +255,64 @@ def test_trains_on_cuda(tmp_path: Path) -> None:
     run = _train(tmp_path / "run", device="cuda")
     assert load_checkpoint(run).state["num_timesteps"] == 384
     assert make_agent(str(run), "classic_2p").policy.device.type == "cpu"
+
+
+def test_mmd_adds_the_magnet_kl_to_the_loss_and_moves_the_magnet() -> None:
+    """algo mmd: the loss is PPO's plus magnet_coef * KL(policy || magnet), zero while the policy is
+    the magnet and positive once it moved away; the magnet follows the policy every magnet_every
+    updates."""
+    import torch
+
+    from train.learning.lean_ppo import LeanPPO, STAT_NAMES
+
+    torch.manual_seed(0)
+    args = config.load_args(None, {**TINY, "algo": "mmd", "magnet_coef": 0.5, "magnet_every": 2,
+                                   "precision": "fp32", "net_arch": [32]})
+    model = LeanPPO(args, "classic_2p", make_agent("random", "classic_2p"))
+    assert model.magnet is not None
+    gen = torch.Generator().manual_seed(1)
+    n = 64
+    masks = torch.rand(n, model.num_actions, generator=gen) < 0.3
+    masks[:, 0] = True
+    rows = (torch.rand(n, model.obs_dim, generator=gen), masks, torch.zeros(n, dtype=torch.int64),
+            -torch.rand(n, generator=gen), torch.randn(n, generator=gen), torch.randn(n, generator=gen))
+    kl = STAT_NAMES.index("magnet_kl")
+    _, stats = model.minibatch_loss(*rows, n)
+    assert float(stats[kl]) == pytest.approx(0.0, abs=1e-6)
+    with torch.no_grad():
+        for p in model.policy.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=gen))
+    loss, stats = model.minibatch_loss(*rows, n)
+    assert float(stats[kl]) > 1e-3
+    magnet = model.magnet
+    model.magnet = None
+    plain, _ = model.minibatch_loss(*rows, n)
+    assert float((loss - plain).detach()) == pytest.approx(0.5 * float(stats[kl]), rel=1e-4)
+    model.magnet = magnet
+    assert not magnet.update(model.policy) and magnet.update(model.policy)  # every 2nd update
+    _, stats = model.minibatch_loss(*rows, n)
+    assert float(stats[kl]) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_mmd_selfplay_run_is_seeded_and_logs_the_magnet(tmp_path: Path) -> None:
+    extra = {"algo": "mmd", "magnet_coef": 0.05, "magnet_every": 1, "snapshot_every": 128}
+
+    def run(name: str) -> Path:
+        args = config.load_args(None, {**TINY, "run_dir": str(tmp_path / name), "total_timesteps": 256,
+                                       **extra})
+        return trainer.train(args, selfplay=True)
+
+    first, second = run("a"), run("b")
+    assert _sha(first) == _sha(second)
+    progress = (first / "tb" / "progress.csv").read_text()
+    assert "train/magnet_kl" in progress.splitlines()[0]
+
+
+@pytest.mark.parametrize(("extra", "words"), [({"algo": "mmd"}, "needs magnet_coef above 0"),
+                                              ({"algo": "maskable_ppo", "magnet_coef": 0.1}, "lean trainer"),
+                                              ({"magnet_step": 0.0}, "magnet_step"),
+                                              ({"magnet_coef": -1.0}, "magnet_coef")])
+def test_bad_magnet_options_are_refused_in_one_line(extra: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError) as info:
+        config.load_args(None, {**TINY, **extra})
+    assert words in str(info.value) and "\n" not in str(info.value)

@@ -79,7 +79,13 @@ class TrainArgs:
     num_workers: int = opt(2, "with ray: rollout workers (Ray actors), each stepping its share of num_envs")
     init_from: str | None = opt(None, "a checkpoint, run directory or zoo:NAME whose policy weights start "
                                 "the run (not its optimizer or counters)")
-    algo: str = opt("ppo", "ppo (the lean trainer) or maskable_ppo (sb3-contrib); docs/training.md")
+    algo: str = opt("ppo", "ppo (the lean trainer), mmd (the lean trainer with the magnet term: "
+                    "equilibrium-seeking self-play) or maskable_ppo (sb3-contrib); docs/training.md")
+    magnet_coef: float = opt(0.0, "algo ppo/mmd: weight alpha of KL(policy || magnet) in the loss "
+                             "(train.learning.mmd; 0: no magnet; algo mmd needs it above 0)")
+    magnet_every: int = opt(10, "with magnet_coef: updates (rollouts) between moves of the magnet")
+    magnet_step: float = opt(1.0, "with magnet_coef: how far the magnet moves toward the policy, in "
+                             "(0, 1] (1: a copy)")
     device: str = opt("auto", "auto, cpu or cuda (auto: cuda when torch sees a GPU)")
     precision: str = opt("auto", "algo ppo: fp32, bf16 or auto (bf16 where the CPU or GPU runs it fast)")
     overlap: bool = opt(True, "algo ppo: collect the next rollout while the learner updates")
@@ -143,13 +149,13 @@ _RANGES: dict[str, tuple[float, float]] = {
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
     "engine_threads": (1, 1024), "update_threads": (0, 1024), "exploiter_every": (0, 10**12),
-    "exploiter_steps": (1, 10**12),
+    "exploiter_steps": (1, 10**12), "magnet_coef": (0.0, 100.0), "magnet_every": (1, 10**9),
 }
 
 
 # field -> allowed values
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "algo": ("ppo", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
+    "algo": ("ppo", "mmd", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
     "precision": ("auto", "fp32", "bf16"), "reward_mode": REWARD_MODES, "exploiter_init": ("main", "fresh"),
 }
 
@@ -171,10 +177,17 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
         if getattr(args, name) not in allowed:
             raise ValueError(f"{where}: training option {name!r} = {short_repr(getattr(args, name))} "
                              f"is not one of {', '.join(allowed)}")
+    if args.magnet_step <= 0 or args.magnet_step > 1 or not math.isfinite(args.magnet_step):
+        raise ValueError(f"{where}: training option 'magnet_step' = {short_repr(args.magnet_step)} is "
+                         "outside (0, 1]")
     if args.max_grad_norm <= 0:
         raise ValueError(f"{where}: max_grad_norm must be positive")
     if args.algo == "maskable_ppo" and args.precision == "bf16":
         raise ValueError(f"{where}: precision 'bf16' needs algo 'ppo' (maskable_ppo trains in fp32)")
+    if args.algo == "maskable_ppo" and args.magnet_coef > 0:
+        raise ValueError(f"{where}: magnet_coef needs the lean trainer (algo ppo or mmd), not maskable_ppo")
+    if args.algo == "mmd" and args.magnet_coef <= 0:
+        raise ValueError(f"{where}: algo 'mmd' needs magnet_coef above 0 (the weight of its magnet term)")
 
 
 def _fits(value: Any, kind: str) -> bool:
@@ -189,3 +202,8 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 IMITATE_LEAGUE = "league"  # imitate_opponent: the teacher plays the league's members
+
+
+def lean(args: TrainArgs) -> bool:
+    """Whether ``args`` train with the lean trainer (``train.learning.lean_ppo``): algo ppo or mmd."""
+    return args.algo in ("ppo", "mmd")

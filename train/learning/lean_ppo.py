@@ -54,6 +54,7 @@ from canasta_env.envs.gym_env import _spaces
 from canasta_env.envs.learner import LearnerBatch, LearnerConfig
 from train.learning import policy_forward
 from train.learning.config import TrainArgs
+from train.learning.mmd import Magnet, MMDConfig, magnet_kl
 from train.learning.precision import (
     bf16_matmuls,
     fast_bf16,
@@ -61,7 +62,7 @@ from train.learning.precision import (
     resolve_precision,
     resolve_update_threads,
 )
-from train.learning.rollout import Rollout, gae, sample
+from train.learning.rollout import Rollout, gae, sample, stream_seed
 
 # with the names other modules import from here that live in ``precision`` and ``rollout``
 __all__ = ["EXP_FLOOR", "LeanPPO", "Rollout", "bf16_matmuls", "build_policy", "fast_bf16", "probabilities",
@@ -90,9 +91,9 @@ def build_policy(observation_space: Any, action_space: Any, args: TrainArgs,
     return policy.to(device)
 
 
-def stream_seed(*words: int) -> int:
-    """A 64-bit generator seed from integers (the run seed, the step counter, a salt)."""
-    return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0])
+# what ``LeanPPO.update`` logs under train/ for each update, the means over its minibatches
+STAT_NAMES = ("policy_gradient_loss", "value_loss", "entropy_loss", "loss", "clip_fraction", "approx_kl",
+              "magnet_kl")
 
 
 class LeanPPO:
@@ -114,6 +115,9 @@ class LeanPPO:
         self._params = list(self.policy.parameters())
         self.update_threads = resolve_update_threads(args.update_threads, self.device)
         self._update_pool: ThreadPoolExecutor | None = None  # the shard threads (``shard_threads``)
+        # algo mmd: the frozen magnet the loss pulls toward (train.learning.mmd), moved every few updates
+        self.magnet = Magnet(self.policy, MMDConfig(args.magnet_coef, args.magnet_every, args.magnet_step)
+                             ) if args.magnet_coef > 0 else None
         self.actor = copy.deepcopy(self.policy)  # the collector's weights (refreshed after each update)
         self.actor.set_training_mode(False)
         for p in self.actor.parameters():
@@ -224,9 +228,9 @@ class LeanPPO:
                        old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor, size: int
                        ) -> tuple[torch.Tensor, torch.Tensor]:
         """SB3's PPO loss on (a shard of) one minibatch of ``size`` rows, whose advantages are
-        already normalised, and its statistics (pg, value, entropy, loss, clip fraction, approx KL),
-        detached. Every term is a sum over the shard divided by ``size``, so the shards of a
-        minibatch add up to its mean loss."""
+        already normalised, plus ``magnet_coef`` times KL(policy || magnet) under algo mmd
+        (``train.learning.mmd``), and its statistics (``STAT_NAMES``), detached. Every term is a
+        sum over the shard divided by ``size``, so the shards of a minibatch add up to its mean."""
         a = self.args
         logits, values = policy_forward.heads(self.policy, obs, self._products)
         masked = logits.masked_fill(~masks, MASKED_LOGIT)
@@ -240,10 +244,18 @@ class LeanPPO:
         value_loss = (ret - values).square().sum() / size
         entropy_loss = -entropy.sum() / size
         loss = pg_loss + a.ent_coef * entropy_loss + a.vf_coef * value_loss
+        magnet_term = torch.zeros((), device=loss.device)
+        if self.magnet is not None:
+            with torch.no_grad():
+                magnet_logits = policy_forward.actor_logits(self.magnet.module, obs, self._products)
+                magnet_logp = torch.log_softmax(magnet_logits.masked_fill(~masks, MASKED_LOGIT), dim=1)
+            magnet_term = magnet_kl(logp_all, magnet_logp, masks).sum() / size
+            loss = loss + a.magnet_coef * magnet_term
         with torch.no_grad():
             clipped = ((ratio - 1).abs() > a.clip_range).float().sum() / size
             approx_kl = ((ratio - 1) - log_ratio).sum() / size
-            stats = torch.stack([pg_loss, value_loss, entropy_loss, loss, clipped, approx_kl]).detach()
+            stats = torch.stack([pg_loss, value_loss, entropy_loss, loss, clipped, approx_kl,
+                                 magnet_term]).detach()
         return loss, stats
 
     def _shard_gradients(self, rows: tuple[torch.Tensor, ...], size: int
@@ -286,7 +298,7 @@ class LeanPPO:
         obs, masks = buf.obs.reshape(n, -1), buf.masks.reshape(n, -1)
         actions, old_logp = buf.actions.reshape(n), buf.logp.reshape(n)
         adv_all, ret_all = adv_all.reshape(n), ret_all.reshape(n)
-        sums = torch.zeros(6, device=self.device)  # pg, value, entropy, loss, clipfrac, approx_kl
+        sums = torch.zeros(len(STAT_NAMES), device=self.device)
         count = 0
         for _ in range(a.n_epochs):
             order = torch.randperm(n, generator=gen, device=gen.device).to(self.device)
@@ -301,11 +313,12 @@ class LeanPPO:
                 count += 1
         self._n_updates += a.n_epochs
         self.policy.set_training_mode(False)
+        if self.magnet is not None:
+            self.magnet.update(self.policy)
         means = (sums / max(count, 1)).tolist()
         var_y = ret_all.var()
         explained = float("nan") if var_y == 0 else float(1 - (ret_all - values_all.reshape(n)).var() / var_y)
-        self.train_stats = dict(zip(("policy_gradient_loss", "value_loss", "entropy_loss", "loss",
-                                     "clip_fraction", "approx_kl"), means, strict=True))
+        self.train_stats = dict(zip(STAT_NAMES, means, strict=True))
         self.train_stats.update(explained_variance=explained, n_updates=float(self._n_updates),
                                 learning_rate=float(a.learning_rate), clip_range=float(a.clip_range),
                                 update_s=time.perf_counter() - start)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 # torch.rand draws fp32 multiples of 2**-24, so this floor only moves a draw of exactly 0, whose Gumbel
@@ -61,3 +62,8 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, next_value: torch.Tensor, d
         adv[t] = last
         next_value = values[t]
     return adv
+
+
+def stream_seed(*words: int) -> int:
+    """A 64-bit generator seed from integers (the run seed, the step counter, a salt)."""
+    return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0])

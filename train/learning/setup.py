@@ -13,7 +13,7 @@ from typing import Any
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet
 from train.common.stop_request import StopRequest
-from train.learning.config import IMITATE_LEAGUE, TrainArgs
+from train.learning.config import IMITATE_LEAGUE, TrainArgs, lean
 
 
 @dataclass
@@ -44,7 +44,7 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
     for name in args.eval_opponents:  # refused now rather than at the first evaluation
         make_agent(name, rules)
     if args.ray is not None:
-        if args.algo != "ppo":
+        if not lean(args):
             raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
         from train.learning.ray_rollouts import connect_for
 
@@ -107,7 +107,7 @@ def _check_cpus(args: TrainArgs) -> None:
                          "CPUs of this machine")
     for name in ("engine_threads", "update_threads"):
         threads = getattr(args, name)
-        if threads > 1 and args.algo != "ppo":
+        if threads > 1 and not lean(args):
             raise ValueError(f"training option {name} applies to algo 'ppo' (the lean trainer) only")
         if threads > cpus:
             raise ValueError(f"training option {name} = {threads} exceeds the {cpus} CPUs of this machine")

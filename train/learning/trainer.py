@@ -18,7 +18,7 @@ import numpy as np
 
 from train.common.run_dir import new_run_dir
 from train.common.stop_request import StopRequest
-from train.learning.config import TrainArgs
+from train.learning.config import TrainArgs, lean
 from train.learning.setup import RunSetup, resolve
 
 
@@ -53,7 +53,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         random.seed(args.seed)
         np.random.seed(args.seed)
         torch.manual_seed(args.seed)
-        if args.algo == "ppo":
+        if lean(args):
             trainer = train_lean
         else:
             from train.learning.maskable import train_maskable as trainer
