@@ -88,6 +88,32 @@ def default_depth(rules: RuleSet) -> int:
 # Options a name ``search:OPTION=VALUE,...`` may set, with their types (``phases`` joined by ``+``).
 OPTION_TYPES: dict[str, type] = {"k": int, "n": int, "depth": int, "seed": int, "guard": float,
                                  "min_gain": float, "rollout": str, "checkpoint": str, "phases": str}
+# Inclusive ranges of the numeric options; a seed is a 63-bit integer (it is mixed into int64 streams).
+OPTION_RANGES: dict[str, tuple[float, float]] = {"k": (1, 1024), "n": (1, 64), "depth": (0, 1000),
+                                                 "seed": (0, 2**63 - 1), "guard": (0.0, 100.0),
+                                                 "min_gain": (-10_000.0, 10_000.0)}
+# The work of one decision, k worlds x n candidates x depth steps, at most 64 times the defaults'
+# (16 x 4 x 60 two-handed, 32 x 4 x 40 in partnerships): beyond it a hand takes hours.
+MAX_WORK = 64 * 32 * 4 * 60
+
+
+def check_search_options(options: dict[str, Any], where: str = "search") -> None:
+    """``ValueError`` naming the option when a value is outside its range, the work of a decision
+    (k * n * depth) exceeds ``MAX_WORK``, or the rollout policy is itself a search (a search inside every
+    rollout step of a search never finishes a hand: agent names nest at most two deep)."""
+    for key, (low, high) in OPTION_RANGES.items():
+        value = options.get(key)
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"{where}: {key} = {short_repr(value)} is outside [{low}, {high}]")
+    k, n, depth = (options.get(key) for key in ("k", "n", "depth"))
+    work = (k or DEFAULT_K) * (n or DEFAULT_N) * max(depth if depth is not None else DEFAULT_DEPTH, 1)
+    if work > MAX_WORK:
+        raise ValueError(f"{where}: k x n x depth = {work:,} rollout steps per decision exceed "
+                         f"{MAX_WORK:,}; lower k, n or depth")
+    rollout = options.get("rollout")
+    if isinstance(rollout, str) and rollout.strip().split(":")[0].strip() == "search":
+        raise ValueError(f"{where}: rollout = {short_repr(rollout)}: a search cannot roll out with a "
+                         "search (names nest at most two deep: search:rollout=AGENT)")
 
 
 def search_options(spec: str) -> dict[str, Any]:
@@ -112,6 +138,7 @@ def search_options(spec: str) -> dict[str, Any]:
         if kind is float and not math.isfinite(value):
             raise ValueError(f"search options {short_repr(spec)}: {key} = {short_repr(text)} is not finite")
         options[key] = value.replace("+", ",") if key == "phases" else value
+    check_search_options(options, f"search options {short_repr(spec)}")
     return options
 
 
@@ -146,9 +173,8 @@ class SearchAgent:
             k = default_k(self.rules)
         if depth is None:
             depth = default_depth(self.rules)
-        if k < 1 or n < 1 or depth < 0:
-            raise ValueError(f"search: need k >= 1, n >= 1, depth >= 0; got k={k}, n={n}, "
-                             f"depth={depth}")
+        check_search_options({"k": k, "n": n, "depth": depth, "seed": seed, "guard": guard,
+                              "min_gain": min_gain, "rollout": rollout})
         self.k, self.n, self.depth, self.seed = int(k), int(n), int(depth), int(seed)
         self.policy: Agent = (make_agent("policy", self.rules, checkpoint=checkpoint)
                               if checkpoint is not None else make_agent(rollout, self.rules))
