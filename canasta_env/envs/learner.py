@@ -59,9 +59,10 @@ def side_meld_values(state: State) -> npt.NDArray[np.int64]:
 
 
 def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
-    """The actions given to ``n`` envs as int64: numpy integer arrays and scalars or Python ints
-    (any shape of ``n`` values); ``ValueError`` for floats (3.7 is refused, not played as 3), bools
-    and a wrong count. Integers out of range stay: the env treats them as illegal."""
+    """The actions given to ``n`` envs as int64: a numpy integer array or a list of Python ints of
+    shape ``(n,)``; ``ValueError`` for floats (3.7 is refused, not played as 3), bools and any other
+    shape (a ``(n, 1)`` array is a mistake, not ``n`` actions). Integers out of range stay: the env
+    treats them as illegal."""
     try:
         arr = np.asarray(actions)
     except (ValueError, TypeError, OverflowError):
@@ -69,8 +70,8 @@ def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
     if arr is None or arr.dtype.kind not in "iu":
         raise ValueError(f"{fn}: actions must be integers, got {short_repr(actions)}"
                          + ("" if arr is None else f" (dtype {arr.dtype})"))
-    if arr.size != n:
-        raise ValueError(f"{fn}: expected {n} action(s), got {arr.size}")
+    if arr.shape != (n,):
+        raise ValueError(f"{fn}: expected {n} action(s) of shape ({n},), got shape {arr.shape}")
     if arr.dtype.kind == "u":  # keep huge unsigned values out of range rather than wrapped
         arr = np.minimum(arr, NUM_ACTIONS)
     return arr.reshape(n).astype(np.int64, copy=False)

@@ -97,10 +97,17 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                                                     for a in self.possible_agents}
 
     def observation_space(self, agent: str) -> spaces.Space:
-        return self._obs_spaces[agent]
+        return self._obs_spaces[self.possible_agents[self._seat(agent, "observation_space")]]
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self._act_spaces[agent]
+        return self._act_spaces[self.possible_agents[self._seat(agent, "action_space")]]
+
+    def _seat(self, agent: object, fn: str) -> int:
+        """The seat of ``agent`` (``player_N``); ``ValueError`` naming the known agents otherwise."""
+        if not isinstance(agent, str) or agent not in self.agent_name_mapping:
+            raise ValueError(f"canasta_v0 {fn}: unknown agent {short_repr(agent)}; the agents are "
+                             f"{', '.join(self.possible_agents)}")
+        return self.agent_name_mapping[agent]
 
     @staticmethod
     def action_to_string(action: int) -> str:
@@ -167,7 +174,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self.infos[a] = {"action_mask": self._mask(a, mover)}
 
     def observe(self, agent: str) -> dict[str, npt.NDArray[Any]]:
-        seat = self.agent_name_mapping[agent]
+        seat = self._seat(agent, "observe")
         return {"observation": observe(self._state(), [seat])[0],
                 "action_mask": self._mask(agent, self._mover())}
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
+from train.common.outputs import check_output_file
 
 
 @dataclass
@@ -54,6 +55,8 @@ def run(ns: argparse.Namespace) -> int:
 
     o = GauntletOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(GauntletOptions)})
     rules = load_rules(o.rules)
+    if o.json:
+        check_output_file(o.json, "--json")
     names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
     if not names:
         raise ValueError("--opponents: name at least one opponent")

@@ -1,0 +1,23 @@
+"""Output paths checked before the work that fills them: a command that would spend an hour playing
+games and then fail to write its result refuses at once, in one line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from canasta_env.messages import short_repr
+
+
+def check_output_file(path: str | Path, flag: str) -> Path:
+    """``path`` as a file the command may write: its folder exists and is writable, and it is not a
+    folder itself; ``ValueError`` naming ``flag`` otherwise."""
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if str(path).strip() == "" or out.is_dir():
+        raise ValueError(f"{flag} {short_repr(str(path))}: not a file name")
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {short_repr(str(path))}: no folder {parent} to write it in")
+    if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise ValueError(f"{flag} {short_repr(str(path))}: not writable")
+    return out
