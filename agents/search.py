@@ -91,7 +91,7 @@ OPTION_TYPES: dict[str, type] = {"k": int, "n": int, "depth": int, "seed": int, 
 # Inclusive ranges of the numeric options; a seed is a 63-bit integer (it is mixed into int64 streams).
 OPTION_RANGES: dict[str, tuple[float, float]] = {"k": (1, 1024), "n": (1, 64), "depth": (0, 1000),
                                                  "seed": (0, 2**63 - 1), "guard": (0.0, 100.0),
-                                                 "min_gain": (-10_000.0, 10_000.0)}
+                                                 "min_gain": (-1e12, 1e12)}
 # The work of one decision, k worlds x n candidates x depth steps, at most 64 times the defaults'
 # (16 x 4 x 60 two-handed, 32 x 4 x 40 in partnerships): beyond it a hand takes hours.
 MAX_WORK = 64 * 32 * 4 * 60

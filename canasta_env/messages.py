@@ -57,7 +57,7 @@ def printable(text: str, limit: int = QUOTE_LIMIT) -> str:
 # Top-level module -> the extra of pyproject.toml that installs it.
 EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "safetensors"), "train"),
-    **dict.fromkeys(("openskill", "matplotlib", "tqdm", "pandas"), "eval"),
+    **dict.fromkeys(("openskill", "matplotlib", "tqdm", "pandas", "cma"), "eval"),
     **dict.fromkeys(("onnx", "onnxruntime"), "onnx"),
     "ray": "ray",
     **dict.fromkeys(("starlette", "uvicorn"), "web"),

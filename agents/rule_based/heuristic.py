@@ -49,51 +49,65 @@ while going out is not allowed [``keep_cards`` = 2], the danger's weight [``dang
 the cost of a two discarded to freeze [``freeze_cost`` = 140], the extra cost of breaking a pair
 [``pair_keep`` = 60], and wilds melded freely at any time [``wild_free`` = off].
 
+**Strategic axes.** Further fields move the player to other corners of Canasta strategy; at their
+defaults they change nothing of the above:
+ * when to open: [``hold_open`` = off] holds the hand of a side that has not opened: after a stock
+   draw it melds nothing from the hand (it opens by taking the pile) unless the hand alone can go
+   out concealed this turn (every card melded but one discard, the canastas needed: it then melds
+   everything, two naturals + a wild before wild additions) or the threat is on;
+   [``open_take_discount`` = 0] lowers the pair and wild pile thresholds by that many cards while
+   the side has not opened (the pile opens the hand);
+ * wild cards: [``wild_keep`` = 0] wilds stay in hand, never melded, until going out is allowed or
+   the threat is on (kept to freeze the pile or for a late canasta); [``wild_min_meld`` = 6] a wild
+   is added to a meld of that many cards or more (lower: spent on melds sooner);
+ * laying melds down: [``hold_new`` = 0] more cards kept in hand, on top of ``keep_cards``, when
+   starting a new meld (a large hand keeps safe discards and pairs for the pile);
+ * going out: [``go_out_extra`` = 0] canastas beyond the rules' requirement before going out
+   unless under threat (``go_out_margin`` at ``GO_OUT_NEVER``: only under threat);
+ * discards: [``fish`` = 0] taken off the cost of discarding from three or more of a rank (the pair
+   left is the bait: an opponent who saw the rank go by may discard it, and the pair takes the
+   pile); [``value_weight`` = 1] the weight of a card's value in its discard cost (negative: high
+   cards are dumped first, cutting the count against the hand when an opponent goes out).
+
 Deterministic: the rng is never used (ties go to the lowest action index).
 
 **Kernel inputs.** The compiled kernel reads three arrays: ``off`` (where each observation piece
 it reads starts), ``prm`` (the rules' numbers) and ``cfg`` (the ``HeuristicConfig`` fields). What
-each holds is declared once, as the name tuples ``KERNEL_PIECES``, ``KERNEL_PARAMS`` and
-``KERNEL_CONFIG``; the arrays are filled by name from them and read through index records made from
-them (``off[PIECE.melds]``, ``cfg[CFG.go_out_margin]``), so the order of the observation's pieces or
-of the dataclass's fields cannot change play. The declarations sit in this file because numba's
-cache watches only the file of a compiled function, and the inputs are plain arrays because numba
-can mix up functions compiled for two layouts of a structured record in one process. The draw, the
-answer to a partner, the melds and the discard are each chosen by their own function.
+each holds is declared once in ``agents.rule_based.heuristic_choices``, as the name tuples
+``KERNEL_PIECES``, ``KERNEL_PARAMS`` and ``KERNEL_CONFIG``; the arrays are filled by name from them
+and read through index records made from them (``off[PIECE.melds]``, ``cfg[CFG.go_out_margin]``),
+so the order of the observation's pieces or of the dataclass's fields cannot change play. The inputs
+are plain arrays because numba can mix up functions compiled for two layouts of a structured record
+in one process. The draw, the answer to a partner, the melds and the discard are each chosen by
+their own function in ``heuristic_choices``, which this file's kernel inlines.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import namedtuple
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
 from agents._obs import PIECE_ORDER, ObsDecoder
+from agents.rule_based.heuristic_choices import (
+    CFG,
+    KERNEL_CONFIG,
+    KERNEL_PARAMS,
+    KERNEL_PIECES,
+    PARAM,
+    PIECE,
+    _answer_choice,
+    _concealed_out,
+    _discard_choice,
+    _draw_choice,
+    _fallback_choice,
+    _meld_choice,
+)
 from agents.rule_based.heuristic_config import HeuristicConfig
 from agents.rule_based.styles import style_config
-from canasta_env.engine.actions import (
-    ADD_JOKER,
-    ADD_NATURAL,
-    ADD_TWO,
-    ANSWER_NO,
-    ANSWER_YES,
-    DISCARD,
-    DRAW_STOCK,
-    END_HAND,
-    MELD_NN2,
-    MELD_NNJ,
-    MELD_NNN,
-    MELD_WILD,
-    NUM_ACTIONS,
-    TAKE_PILE_LAYOFF,
-    TAKE_PILE_NAT_JOKER,
-    TAKE_PILE_NAT_TWO,
-    TAKE_PILE_PAIR,
-)
+from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.cards import CARD_VALUES, SLOT_KIND
 from canasta_env.engine.layout import (
     P_CAP,
@@ -108,24 +122,6 @@ from canasta_env.rules import RuleSet
 
 __all__ = ["CFG", "KERNEL_CONFIG", "KERNEL_PARAMS", "KERNEL_PIECES", "PARAM", "PIECE", "HeuristicAgent",
            "HeuristicConfig", "config_values", "heuristic_kernel", "piece_offsets", "rule_params"]
-
-
-KERNEL_PIECES = ("hand", "hand_sizes", "known", "red_threes", "melds", "opened", "pile_counts",
-                 "pile_size", "pile_frozen", "stock_size", "phase", "turn")
-KERNEL_PARAMS = ("go_req", "go_bonus", "nat_bonus", "mix_bonus", "red3_bonus", "per_rank", "meld_cap")
-KERNEL_CONFIG = ("wild_take_pile", "threat_hand", "late_stock", "card_estimate", "b3_pile",
-                 "freeze_pile", "pair_take_pile", "go_out_margin", "dump_canastas", "layoff_take_pile",
-                 "keep_cards", "danger_weight", "freeze_cost", "pair_keep", "wild_free")
-
-
-def _indices(name: str, fields: tuple[str, ...]) -> Any:
-    """A named tuple whose field ``f`` holds the index of ``f`` in ``fields``."""
-    return namedtuple(name, fields)._make(range(len(fields)))
-
-
-PIECE = _indices("PieceIndex", KERNEL_PIECES)
-PARAM = _indices("ParamIndex", KERNEL_PARAMS)
-CFG = _indices("ConfigIndex", KERNEL_CONFIG)
 
 
 def piece_offsets(decoder: ObsDecoder) -> npt.NDArray[np.int64]:
@@ -193,177 +189,10 @@ def _read_table(row, off, n, sides, owners, prm, cfg):
         if c >= prm[PARAM.go_req] and smallest <= cfg[CFG.threat_hand]:
             threat = True
         opp_val = max(opp_val, v - cfg[CFG.card_estimate] * cards)
-    go_out_ok = threat or (my_val + prm[PARAM.go_bonus] - opp_val > cfg[CFG.go_out_margin])
+    ahead = my_val + prm[PARAM.go_bonus] - opp_val > cfg[CFG.go_out_margin]
+    built = cfg[CFG.go_out_extra] <= 0 or my_canastas >= prm[PARAM.go_req] + cfg[CFG.go_out_extra]
+    go_out_ok = threat or (ahead and built)
     return my_canastas, threat, go_out_ok
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _draw_choice(m, psize, cfg):
-    """Take the pile when it pays, else draw; with an empty stock a pair take, else END_HAND."""
-    if m[TAKE_PILE_PAIR] and psize >= cfg[CFG.pair_take_pile]:
-        return TAKE_PILE_PAIR
-    if m[TAKE_PILE_LAYOFF] and psize >= cfg[CFG.layoff_take_pile]:
-        return TAKE_PILE_LAYOFF
-    if m[TAKE_PILE_NAT_TWO] and psize >= cfg[CFG.wild_take_pile]:
-        return TAKE_PILE_NAT_TWO
-    if m[TAKE_PILE_NAT_JOKER] and psize >= cfg[CFG.wild_take_pile]:
-        return TAKE_PILE_NAT_JOKER
-    if m[DRAW_STOCK]:
-        return DRAW_STOCK
-    if m[TAKE_PILE_PAIR]:
-        return TAKE_PILE_PAIR
-    if m[END_HAND]:
-        return END_HAND
-    return -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _answer_choice(m, go_out_ok):
-    """The answer to a partner's "may I go out?": yes when going out is allowed."""
-    if go_out_ok and m[ANSWER_YES]:
-        return ANSWER_YES
-    if m[ANSWER_NO]:
-        return ANSWER_NO
-    return -1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _meld_choice(m, row, off, h, wilds, wild_free, keep, wild_melds):
-    """The preferred meld ("Melding" in the module docstring), -1 for none: ``h`` cards in hand,
-    ``wilds`` of them wild, ``keep`` cards to keep in hand."""
-    choice = -1
-    best = 0.0
-    for slot in range(13):
-        kind = SLOT_KIND[slot]
-        v = 0.0
-        if kind >= 0:
-            v = float(CARD_VALUES[kind])
-        base = off[PIECE.melds] + slot * 3
-        size = row[base] + row[base + 1] + row[base + 2]
-        natural_canasta = size >= 7 and row[base + 1] + row[base + 2] == 0
-        if m[ADD_NATURAL + slot] and h - 1 >= keep and 900.0 + v > best:
-            best = 900.0 + v
-            choice = ADD_NATURAL + slot
-        if m[MELD_NNN + slot] and h - 3 >= keep and 800.0 + 3 * v > best:
-            best = 800.0 + 3 * v
-            choice = MELD_NNN + slot
-        if h - 1 >= keep:
-            for act, bonus in ((ADD_TWO, 5.0), (ADD_JOKER, 0.0)):
-                if not m[act + slot]:
-                    continue
-                score = 0.0
-                if size == 6:
-                    score = 700.0
-                elif size == 5 and wilds >= 2:
-                    score = 650.0
-                elif natural_canasta:
-                    score = 100.0 if wild_free else 0.0
-                elif wild_free:
-                    score = 300.0
-                if score > 0 and score + bonus > best:
-                    best = score + bonus
-                    choice = act + slot
-        if wild_free and h - 3 >= keep:
-            for act, bonus in ((MELD_NN2, 5.0), (MELD_NNJ, 0.0)):
-                if m[act + slot] and 400.0 + 2 * v + bonus > best:
-                    best = 400.0 + 2 * v + bonus
-                    choice = act + slot
-    wild_meld_score = 750.0 if wild_melds else 200.0
-    for j in range(4):
-        if (wild_free or wild_melds) and h - 3 >= keep and m[MELD_WILD + j] \
-                and wild_meld_score > best:
-            best = wild_meld_score
-            choice = MELD_WILD + j
-    if wild_melds and h - 1 >= keep:  # grow the wild-only meld (its canasta pays 1000)
-        for act in (ADD_JOKER, ADD_TWO):
-            if m[act + 11] and 760.0 > best:
-                best = 760.0
-                choice = act + 11
-    return choice
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _danger(row, off, k, next_side, frozen_next, n, owners, per_rank):
-    """Danger of discarding natural kind ``k`` (before the pile-size weight): what the next player
-    may do with it, and the cards of its rank not seen anywhere."""
-    slot = k - 4
-    danger = 0.0
-    if row[off[PIECE.melds] + (next_side * 13 + slot) * 3] > 0 and not frozen_next:
-        danger += 80.0
-    kn = row[off[PIECE.known] + k]  # the next player is the first of the known seats
-    if kn >= 2:
-        danger += 100.0
-    elif kn == 1 and not frozen_next:
-        danger += 50.0
-    seen = row[off[PIECE.hand] + k] + row[off[PIECE.pile_counts] + k]
-    for owner in range(owners):
-        seen += row[off[PIECE.melds] + (owner * 13 + slot) * 3]
-    for j in range(n - 1):
-        seen += row[off[PIECE.known] + j * 15 + k]
-    unseen = max(per_rank - seen, 0.0)
-    danger += 4.0 * unseen
-    return danger
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _discard_choice(m, row, off, n, sides, owners, prm, cfg):
-    """The cheapest legal discard ("Discarding safely" in the module docstring), -1 for none."""
-    psize = row[off[PIECE.pile_size]]
-    frozen_all = row[off[PIECE.pile_frozen]] > 0
-    next_side = 1 % sides
-    next_open = row[off[PIECE.opened] + next_side] > 0
-    frozen_next = frozen_all or not next_open
-    w = 1.0 + psize / 6.0
-    freeze = (not frozen_all) and next_open and psize >= cfg[CFG.freeze_pile]
-    choice = -1
-    best = 1e18
-    for k in range(15):
-        if not m[DISCARD + k]:
-            continue
-        c = row[off[PIECE.hand] + k]
-        if k == 0:
-            cost = cfg[CFG.freeze_cost] + 20.0 if freeze else 400.0
-        elif k == 1:
-            cost = cfg[CFG.freeze_cost] if freeze else 300.0
-        elif k == 3:
-            cost = 0.0 if psize >= cfg[CFG.b3_pile] else 25.0
-        else:
-            v = float(CARD_VALUES[k])
-            if c >= 3:
-                cost = 90.0 + v
-            elif c == 2:
-                cost = cfg[CFG.pair_keep] + v
-            else:
-                cost = v
-            if row[off[PIECE.melds] + (k - 4) * 3] > 0:
-                cost += 30.0
-            danger = _danger(row, off, k, next_side, frozen_next, n, owners, prm[PARAM.per_rank])
-            cost += w * cfg[CFG.danger_weight] * danger
-        if cost < best:
-            best = cost
-            choice = DISCARD + k
-    return choice
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fallback_choice(m):
-    """Any meld, naturals first, then END_HAND (when no meld is preferred and no discard is legal:
-    opening under way, or only going-out moves left); -1 for none."""
-    choice = -1
-    best = -1.0
-    for slot in range(13):
-        for act, score in ((ADD_NATURAL, 6.0), (MELD_NNN, 5.0), (ADD_TWO, 4.0),
-                           (MELD_NN2, 3.0), (ADD_JOKER, 2.0), (MELD_NNJ, 1.0)):
-            if m[act + slot] and score > best:
-                best = score
-                choice = act + slot
-    for j in range(4):
-        if m[MELD_WILD + j] and 0.5 > best:
-            best = 0.5
-            choice = MELD_WILD + j
-    if choice < 0 and m[END_HAND]:
-        choice = END_HAND
-    return choice
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -375,7 +204,7 @@ def _choose(m, row, off, n, sides, owners, prm, cfg):
         if row[off[PIECE.phase] + i]:
             phase = i
     if phase == 0:
-        return _draw_choice(m, row[off[PIECE.pile_size]], cfg)
+        return _draw_choice(m, row[off[PIECE.pile_size]], row[off[PIECE.opened]] > 0, cfg)
     my_canastas, threat, go_out_ok = _read_table(row, off, n, sides, owners, prm, cfg)
     if phase == 2:
         return _answer_choice(m, go_out_ok)
@@ -383,11 +212,25 @@ def _choose(m, row, off, n, sides, owners, prm, cfg):
     for k in range(15):
         h += row[off[PIECE.hand] + k]
     wilds = row[off[PIECE.hand]] + row[off[PIECE.hand] + 1]
-    opening = row[off[PIECE.turn] + 1] > 0 and row[off[PIECE.turn]] < 100
+    turn = off[PIECE.turn]
+    opening = row[turn + 1] > 0 and row[turn] < 100
     dump = go_out_ok and (my_canastas >= prm[PARAM.go_req] - cfg[CFG.dump_canastas] or h <= 3)
+    release = go_out_ok or phase == 3
     wild_free = cfg[CFG.wild_free] > 0 or opening or phase == 3 or threat or dump
-    keep = 0.0 if (go_out_ok or phase == 3) else cfg[CFG.keep_cards]  # cards to keep in hand
-    choice = _meld_choice(m, row, off, h, wilds, wild_free, keep, prm[PARAM.meld_cap] > 0)
+    keep = 0.0 if release else cfg[CFG.keep_cards]  # cards to keep in hand
+    keep_new = keep if release else keep + cfg[CFG.hold_new]
+    wild_ok = wilds > cfg[CFG.wild_keep] or release or threat
+    hold = False
+    conceal = False  # the side started the turn unopened, drew, and holds its hand for the pile
+    if cfg[CFG.hold_open] > 0 and row[turn + 1] > 0 and row[turn + 4] == 0 and not threat and phase != 3:
+        conceal = row[turn] > 0 or _concealed_out(row, off, prm)  # melding this turn: go on
+        hold = not conceal
+    if conceal:
+        keep, keep_new, wild_free, wild_ok = 0.0, 0.0, True, True
+    choice = -1
+    if not hold:
+        choice = _meld_choice(m, row, off, h, wilds, wild_free, keep, keep_new, wild_ok,
+                              cfg[CFG.wild_min_meld], conceal, prm[PARAM.meld_cap] > 0)
     if choice < 0:
         choice = _discard_choice(m, row, off, n, sides, owners, prm, cfg)
     if choice < 0:

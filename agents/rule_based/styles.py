@@ -16,11 +16,12 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from agents.rule_based.heuristic_config import HeuristicConfig
+from agents.rule_based.heuristic_config import FIELD_RANGES, GO_OUT_NEVER, HeuristicConfig
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet
 
-NEVER = 1e9  # a threshold no pile or margin reaches
+NEVER = GO_OUT_NEVER  # a go-out margin no lead reaches
+PILE_NEVER = FIELD_RANGES["pair_take_pile"].high  # a pile size no pile reaches
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,29 @@ STYLES: dict[str, Style] = {
                        "of six, and goes out early when an opponent nears the end",
                        {"danger_weight": 4.0, "b3_pile": 0.0, "freeze_pile": 6.0, "freeze_cost": 60.0,
                         "threat_hand": 6.0, "late_stock": 12.0}, PATIENT_PILE, held_out=True),
+    "pile_hoarder": Style("opens only by taking the pile: holds its hand unopened (no meld from it after a "
+                          "stock draw) until a pair takes a pile of three (two with a one-card draw), and "
+                          "keeps its pairs for it",
+                          {"hold_open": 1.0, "open_take_discount": 2.0, "pair_keep": 100.0},
+                          PATIENT_PILE, {"open_take_discount": 2.0}),
+    "freezer": Style("saves wild cards: keeps two in hand (melded only once going out is allowed or an "
+                     "opponent is about to go out) and discards one to freeze a pile of four",
+                     {"wild_keep": 2.0, "freeze_pile": 4.0, "freeze_cost": 40.0}, PATIENT_PILE),
+    "dumper": Style("melds early and dumps: lays down everything it can (wilds too, onto any meld), "
+                    "discards its high cards first and goes out at the first chance",
+                    {"keep_cards": 0.0, "wild_free": 1.0, "wild_min_meld": 3.0, "value_weight": -1.5,
+                     "go_out_margin": -1000.0}, PATIENT_PILE),
+    "concealed": Style("plays to go out concealed: melds nothing until its hand can go out in one turn "
+                       "(or the stock runs low), takes only a big pile, goes out at once",
+                       {"hold_open": 1.0, "go_out_margin": -1000.0, "late_stock": 12.0},
+                       {"pair_take_pile": 12.0, "layoff_take_pile": 12.0},
+                       {"pair_take_pile": 8.0, "wild_take_pile": PILE_NEVER}, held_out=True),
+    "fisher": Style("fishes with its discards: throws one of three of a kind so that the pair left takes "
+                    "the pile when an opponent follows with that rank; keeps pairs",
+                    {"fish": 150.0, "pair_keep": 80.0, "danger_weight": 0.7}, PATIENT_PILE, held_out=True),
+    "slow_builder": Style("keeps a large hand: starts a new meld only while six cards stay in hand and "
+                          "goes out only with a canasta more than the rules ask",
+                          {"hold_new": 4.0, "go_out_extra": 1.0}, PATIENT_PILE, held_out=True),
     "rusher": Style("fights for the pile and races out: takes it whenever a pair allows, holds nothing "
                     "back, goes out at the first chance unless 300 points behind",
                     {"go_out_margin": -300.0, "keep_cards": 0.0, "danger_weight": 0.7},
@@ -106,5 +130,8 @@ def style_config(spec: str, rules: RuleSet) -> HeuristicConfig:
         if not math.isfinite(value):
             raise ValueError(f"heuristic style {short_repr(spec)}: {key} = {short_repr(text)} is not a "
                              "finite number")
+        if not FIELD_RANGES[key].contains(value):
+            raise ValueError(f"heuristic style {short_repr(spec)}: {key} = {short_repr(text)} is outside "
+                             f"its range {FIELD_RANGES[key]}")
         changes[key] = value
     return dataclasses.replace(HeuristicConfig.for_rules(rules), **changes)

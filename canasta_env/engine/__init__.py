@@ -4,11 +4,13 @@ Importing this package points numba's on-disk cache at a directory keyed by a ha
 source files, because numba's cache does not notice edits in modules a kernel calls into. Inside it,
 the project's kernels are filed by module name rather than numba's hash of the folder's absolute path,
 so every clone and every installed copy of the same sources shares one compiled cache (numba checks
-each file's content hash before it loads an entry).
+each file's content hash before it loads an entry; here also the hash of the other ``.py`` files in
+its folder, since a kernel may inline functions from a sibling module).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -22,6 +24,16 @@ def _engine_cache_dir() -> str:
     root = os.environ.get("CANASTA_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "canasta-rl")
     return os.path.join(root, "numba", digest.hexdigest()[:16])
+
+
+@functools.cache
+def _folder_digest(folder: str) -> str:
+    """sha256 of the ``.py`` files of ``folder`` (names and contents), once per process."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(folder).glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _install_path_free_locator() -> None:
@@ -42,6 +54,11 @@ def _install_path_free_locator() -> None:
         @classmethod
         def get_suitable_cache_subpath(cls, py_file: str) -> str:
             return ".".join(Path(py_file).resolve().parent.relative_to(root).parts)
+
+        def get_source_stamp(self) -> object:
+            """The file's own stamp and its folder's sources: a kernel may inline functions from a
+            sibling module (the heuristic's choices), whose edits must make the entry stale too."""
+            return super().get_source_stamp(), _folder_digest(str(Path(self._py_file).parent))
 
         @classmethod
         def from_function(cls, py_func: object, py_file: str) -> object:

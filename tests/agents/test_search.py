@@ -97,7 +97,7 @@ def test_search_options_by_name() -> None:
     ("search:", "'' is not OPTION=VALUE"), ("search:k", "'k' is not OPTION=VALUE"),
     ("search:width=3", "unknown option 'width'"), ("search:k=2.5", "k = '2.5' is not an integer"),
     ("search:guard=inf", "guard = 'inf' is not finite"), ("search:n=2,n=3", "n is given twice"),
-    ("search:k=0", "need k >= 1"), ("search:phases=fly", "unknown phases"),
+    ("search:k=0", "k = 0 is outside"), ("search:phases=fly", "unknown phases"),
     ("search:rollout=nonesuch", "unknown agent 'nonesuch'"),
 ])
 def test_search_options_refuse_bad_specs_in_one_line(spec: str, message: str) -> None:

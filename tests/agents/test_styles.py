@@ -93,6 +93,19 @@ def test_profiles_play_visibly_different_games() -> None:
     assert eager4["pile_takes"] <= _side_stats("classic_4p", "heuristic")["pile_takes"]
 
 
+def test_the_new_corners_play_visibly_different_games() -> None:
+    """Against the plain heuristic on the same deals: the concealed player takes the pile far less
+    than the plain heuristic and the pile hoarder far more; the freezer (wilds kept in hand) and
+    the dumper (everything melded, no cards left to take the pile with) go out less often; the slow
+    builder makes the hands longer."""
+    plain = _side_stats("classic_2p", "heuristic")
+    assert _side_stats("classic_2p", "heuristic:concealed")["pile_takes"] < plain["pile_takes"] * 0.7
+    assert _side_stats("classic_2p", "heuristic:pile_hoarder")["pile_takes"] > plain["pile_takes"] * 1.5
+    assert _side_stats("classic_2p", "heuristic:freezer")["went_out"] < plain["went_out"] - 0.08
+    assert _side_stats("classic_2p", "heuristic:dumper")["went_out"] < plain["went_out"] - 0.08
+    assert _side_stats("classic_2p", "heuristic:slow_builder")["decisions"] > plain["decisions"] * 1.05
+
+
 def test_held_out_profiles_stay_out_of_the_training_configs() -> None:
     assert HELD_OUT_STYLES and TRAINING_STYLES and not set(HELD_OUT_STYLES) & set(TRAINING_STYLES)
     assert style_agent_names(held_out=True) == [f"heuristic:{n}" for n in HELD_OUT_STYLES]

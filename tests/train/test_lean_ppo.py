@@ -263,7 +263,7 @@ def test_mmd_adds_the_magnet_kl_to_the_loss_and_moves_the_magnet() -> None:
     updates."""
     import torch
 
-    from train.learning.lean_ppo import LeanPPO, STAT_NAMES
+    from train.learning.lean_ppo import STAT_NAMES, LeanPPO
 
     torch.manual_seed(0)
     args = config.load_args(None, {**TINY, "algo": "mmd", "magnet_coef": 0.5, "magnet_every": 2,

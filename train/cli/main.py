@@ -21,8 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train.cli.train", "train an agent with PPO on the batched engine (--config FILE, --algo)"),
     "selfplay": ("train.cli.selfplay", "PPO against a pool of its own past checkpoints"),
     "league": ("train.cli.league", "PPO against a league: past checkpoints and rule agents, drawn by PFSP"),
-    "exploit": ("train.cli.exploit", "exploitability: train a fresh PPO learner against a frozen agent, then "
-                "report its win rate on duplicate deals"),
+    "exploit": ("train.cli.exploit", "exploitability: train a fresh PPO learner against a frozen agent (or "
+                "search the rule family: --family heuristic), then report its win rate on duplicate deals"),
     "gauntlet": ("train.cli.gauntlet", "one agent against every style profile on duplicate deals: win rates, "
                  "held-out profiles marked, the minimum"),
     "play": ("train.cli.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),
@@ -52,7 +52,9 @@ EXAMPLES: dict[str, str] = {
               "  canasta league --rules classic_2p --league heuristic greedy zoo:classic_2p "
               "--imitate heuristic",
     "exploit": "canasta exploit zoo:classic_2p --rules classic_2p --budget 5000000 --deals 1000\n"
-               "  canasta exploit heuristic:rusher --rules classic_4p --budget 500000 --deals 200",
+               "  canasta exploit heuristic:rusher --rules classic_4p --budget 500000 --deals 200\n"
+               "  canasta exploit zoo:classic_2p --rules classic_2p --family heuristic --budget 200 "
+               "--deals 100",
     "gauntlet": "canasta gauntlet zoo:classic_2p --rules classic_2p --deals 1000\n"
                 "  canasta gauntlet zoo:classic_4p --rules classic_4p --also greedy search "
                 "--json gauntlet.json",
