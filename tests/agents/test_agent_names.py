@@ -68,3 +68,15 @@ def test_commands_refuse_a_bad_name_before_any_work(command: list[str], tmp_path
     err = capsys.readouterr().err
     assert err.startswith(f"canasta {command[0]}: error: search options") and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == [], "nothing written before the name was checked"
+
+
+@pytest.mark.parametrize(("family", "budget"), [("ppo", "100000000000000000000"), ("ppo", "0"),
+                                                ("heuristic", "0"), ("heuristic", "1000000")])
+def test_exploit_budget_outside_its_range_is_refused_before_any_work(
+        family: str, budget: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["exploit", "random", "--family", family, "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert "--budget" in err and "is outside" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
