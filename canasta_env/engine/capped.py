@@ -28,8 +28,9 @@ from numba import njit
 
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
-from canasta_env.engine.melds import NEG, credited_value, minimum_shortfall, owner_of
+from canasta_env.engine.melds import KEEP_LAST, NEG, credited_value, minimum_shortfall, owner_of
 
+NO = np.bool_(False)  # a numpy bool: best_value compiles once, not again for a literal False
 ALL_FOUR_KINDS = 0b1111  # kind-mask state: natural, mixed, wild and sevens canasta closed (R8, P6)
 
 
@@ -146,7 +147,7 @@ def _last_without_sevens(row, prm, player):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def meld_all(row, prm, owner, h):
     """Whether every card of ``h`` can join valid melds so that ``owner`` then has every kind."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
@@ -194,7 +195,7 @@ def meld_all(row, prm, owner, h):
                 outs = slot_outcomes(prm, s, n0, w0, c, b)
                 if outs:
                     nxt[w + b] |= _spread(reach[w], outs)
-        reach[:] = nxt
+        reach, nxt = nxt, reach
     w0 = row[mjok + C.WILD_SLOT] + row[mtwo + C.WILD_SLOT]
     for w in range(wilds + 1):
         if reach[w] == 0:
@@ -205,7 +206,7 @@ def meld_all(row, prm, owner, h):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def meld_everything(row, prm, owner, h, credit, need_value):
     """``melds.meld_everything`` under the cap: ``meld_all``, with credited cards worth
     ``need_value``."""
@@ -279,7 +280,7 @@ def best_value(row, prm, owner, h, credit, keep, need_other, foot, lift):
                     j = _state(w + b, kk, oo, cc)
                     if v > nxt[j]:
                         nxt[j] = v
-        cur[:] = nxt
+        cur, nxt = nxt, cur
     # the wild-only slot last: whatever wilds are left either join it or stay in hand
     cj = min(h[C.JOKER], credit[C.JOKER])
     ct = min(h[C.TWO], credit[C.TWO])
@@ -339,7 +340,7 @@ def discard_ok(row, prm, keep):
     if best_value(row, prm, owner, h, credit, keep, blocked, foot, lift) >= short:
         return True
     if blocked and row[L.F_TURN_FLAGS] & L.TF_SEVENS_ONLY and _only_sevens(h):  # C27a
-        return best_value(row, prm, owner, h, credit, 1, False, foot, False) >= short
+        return best_value(row, prm, owner, h, credit, KEEP_LAST, NO, foot, NO) >= short
     return False
 
 

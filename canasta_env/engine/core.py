@@ -772,10 +772,11 @@ def explicit_deal(rules: RuleSet | str, deal: DealId, hand: int = 0) -> Explicit
     state = _new_state(rules, 1, "hand", "explicit_deal")
     order = np.empty(int(state.params[L.P_DECK]), dtype=np.int32)
     lo, hi = _split_seeds(np.array([deal.seed], dtype=np.uint64))
-    dealer = shuffled_order(state.params, int(lo[0]), int(hi[0]), deal.row, deal.index, hand, order)
+    # int32 fields as in a game row, so that this runs the kernels' compiled shuffle
+    address = (lo[0], hi[0], np.int32(deal.row), np.int32(deal.index))
+    dealer = shuffled_order(state.params, *address, hand, order)
     if hand > 0:
-        first = shuffled_order(state.params, int(lo[0]), int(hi[0]), deal.row, deal.index, 0,
-                               np.empty_like(order))
+        first = shuffled_order(state.params, *address, 0, np.empty_like(order))
         dealer = (first + hand) % state.num_players
     return ExplicitDeal(order.astype(np.int8), int(dealer))
 

@@ -86,9 +86,9 @@ def clear_hand_state(row, prm):
     """Zero everything that belongs to one hand (keeps the game's scores and deal address)."""
     keep_from = prm[L.O_SCORE]  # cumulative scores, last hand's scores and parts are contiguous
     keep_to = prm[L.O_CREDIT]
-    scores = row[keep_from:keep_to].copy()
-    row[L.HEADER: prm[L.P_WIDTH]] = 0
-    row[keep_from:keep_to] = scores
+    for j in range(L.HEADER, prm[L.P_WIDTH]):  # loops, not slice copies: no shape checks to compile
+        if j < keep_from or j >= keep_to:
+            row[j] = 0
     for f in (L.F_PHASE, L.F_STEPS, L.F_STATUS, L.F_TRUNC, L.F_STOCK_LEN, L.F_PILE_LEN, L.F_PILE_FROZEN,
               L.F_TURN_VALUE, L.F_TURN_FLAGS, L.F_TURN_MELDS, L.F_CONCEALED, L.F_HAND_END):
         row[f] = 0
@@ -106,7 +106,8 @@ def deal_from_order(row, prm, order, dealer):
     counts = deck_counts(prm)
     for k in range(C.NUM_KINDS):
         row[prm[L.O_DECKCOUNT] + k] = counts[k]
-    row[prm[L.O_STOCK]: prm[L.O_STOCK] + deck] = order[:deck]
+    for i in range(deck):
+        row[prm[L.O_STOCK] + i] = order[i]
     row[L.F_STOCK_LEN] = deck
     row[L.F_DEALER] = dealer
     for _ in range(prm[L.P_HAND_SIZE]):
@@ -128,7 +129,7 @@ def deal_from_order(row, prm, order, dealer):
     return turn_upcard(row, prm)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def turn_upcard(row, prm):
     """Start the discard pile (C5) and give the turn to the dealer's left."""
     events = 0
@@ -149,10 +150,10 @@ def turn_upcard(row, prm):
     return events
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def deal_next(row, prm, order_buf, new_game):
     """Deal the row's next hand from its DealId; a new game also resets scores and picks a dealer."""
-    hand_no = 0 if new_game else row[L.F_HAND_NO] + 1
+    hand_no = np.int64(0) if new_game else row[L.F_HAND_NO] + 1  # not a literal: one shuffle compiles
     dealer = shuffled_order(prm, row[L.F_SEED_LO], row[L.F_SEED_HI], row[L.F_DEAL_ROW],
                             row[L.F_DEAL_INDEX], hand_no, order_buf)
     if new_game:

@@ -24,7 +24,7 @@ def _melds_entirely(row, prm, owner, h, credit, need_value):
     return melds.meld_everything(row, prm, owner, h, credit, need_value)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _stranded(row, prm, owner, h):
     """Bit set of the kinds of ``h`` that no melding takes as the table stands, under either
     solver: a lone natural of a rank ``owner`` has no meld of (C13), black threes that make no meld
@@ -72,7 +72,7 @@ def go_out_ok(row, prm):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def last_discard_ok(row, prm, d):
     """Whether the mover, holding one card, may discard kind ``d`` to go out (C28, R4/P3, R5/P4)."""
     p = row[L.F_CUR]
@@ -92,5 +92,5 @@ def last_discard_ok(row, prm, d):
 def turn_finishable(row, prm):
     """C19a: whether the mover's turn can still be finished legally from this meld-phase state."""
     if prm[L.P_CAP]:
-        return capped.discard_ok(row, prm, 2) or go_out_ok(row, prm)
-    return melds.discard_path_ok(row, prm, 2) or go_out_ok(row, prm)
+        return capped.discard_ok(row, prm, melds.KEEP_DISCARD) or go_out_ok(row, prm)
+    return melds.discard_path_ok(row, prm, melds.KEEP_DISCARD) or go_out_ok(row, prm)

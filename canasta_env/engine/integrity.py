@@ -35,7 +35,7 @@ FIELDS = ("params", "current_player", "phase", "dealer", "asker", "stock_size", 
 REPORT_SIZE = 6  # code, index i, index j (-1: none), value, low, high
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bad(report, code, i, j, value, low, high):
     """Fill ``report`` and return False (the row is corrupt)."""
     report[0], report[1], report[2] = code, i, j
@@ -90,22 +90,27 @@ def _block_ok(row, start, rows, cols, code, high, report):
     return True
 
 
-@njit(cache=True)
+# the count blocks ``_counts_ok`` checks: (offset key, one row per owner (else per player), columns,
+# report code), read at run time so that ``_block_ok`` compiles once
+_COUNT_BLOCKS = np.array([
+    (L.O_HANDS, 0, C.NUM_KINDS, BAD_HANDS), (L.O_RESERVE, 0, C.NUM_KINDS, BAD_RESERVES),
+    (L.O_RED3, 0, 1, BAD_RED3), (L.O_MNAT, 1, C.NUM_SLOTS, BAD_MNAT), (L.O_MJOK, 1, C.NUM_SLOTS, BAD_MJOK),
+    (L.O_MTWO, 1, C.NUM_SLOTS, BAD_MTWO), (L.O_CLOSED, 1, C.NUM_SLOTS, BAD_CLOSED),
+    (L.O_CJOK, 1, C.NUM_SLOTS, BAD_CJOK), (L.O_CTWO, 1, C.NUM_SLOTS, BAD_CTWO)], np.int64)
+
+
+@njit(cache=True, inline="always")
 def _counts_ok(row, prm, report):
     """No card count is negative or beyond the deck size."""
-    n, owners, deck = prm[L.P_NPLAYERS], prm[L.P_NOWNERS], prm[L.P_DECK]
-    return (_block_ok(row, prm[L.O_HANDS], n, C.NUM_KINDS, BAD_HANDS, deck, report)
-            and _block_ok(row, prm[L.O_RESERVE], n, C.NUM_KINDS, BAD_RESERVES, deck, report)
-            and _block_ok(row, prm[L.O_RED3], n, 1, BAD_RED3, deck, report)
-            and _block_ok(row, prm[L.O_MNAT], owners, C.NUM_SLOTS, BAD_MNAT, deck, report)
-            and _block_ok(row, prm[L.O_MJOK], owners, C.NUM_SLOTS, BAD_MJOK, deck, report)
-            and _block_ok(row, prm[L.O_MTWO], owners, C.NUM_SLOTS, BAD_MTWO, deck, report)
-            and _block_ok(row, prm[L.O_CLOSED], owners, C.NUM_SLOTS, BAD_CLOSED, deck, report)
-            and _block_ok(row, prm[L.O_CJOK], owners, C.NUM_SLOTS, BAD_CJOK, deck, report)
-            and _block_ok(row, prm[L.O_CTWO], owners, C.NUM_SLOTS, BAD_CTWO, deck, report))
+    for b in range(_COUNT_BLOCKS.shape[0]):
+        rows = prm[L.P_NOWNERS] if _COUNT_BLOCKS[b, 1] else prm[L.P_NPLAYERS]
+        if not _block_ok(row, prm[_COUNT_BLOCKS[b, 0]], rows, _COUNT_BLOCKS[b, 2], _COUNT_BLOCKS[b, 3],
+                         prm[L.P_DECK], report):
+            return False
+    return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _count_table(row, prm, counts, report):
     """Add the cards of the hands, reserves, red threes and melds to ``counts``; False when a meld
     slot holds cards it never can (naturals in the wild slot, a closed black-three canasta, a
@@ -142,7 +147,7 @@ def _count_table(row, prm, counts, report):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _row_ok(row, prm, deck, counts, report):
     """Every index and loop bound of the row is in range and its cards are the deck's."""
     if not (_header_ok(row, prm, report) and _counts_ok(row, prm, report)):
@@ -182,7 +187,7 @@ def _cards_needed(row, prm, a):
     return C.JOKER, 0, 0, 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _action_ok(row, prm, mask, a, report):
     """An action the step kernel would apply (live row, the mask allows it) can be played."""
     if row[L.F_STATUS] != L.ST_LIVE or a < 0 or a >= A.NUM_ACTIONS or not mask[a]:

@@ -150,62 +150,62 @@ BLOCK_SHAPE = {key: (rows, width) for key, rows, width in ROW_BLOCKS}
 
 
 # ---- where a block's row starts in a game row (kernels: ``row[hand_at(prm, p) + kind]``) ------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hand_at(prm, p):
     return prm[O_HANDS] + p * NUM_KINDS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def known_at(prm, p):
     return prm[O_KNOWN] + p * NUM_KINDS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def reserve_at(prm, p):
     return prm[O_RESERVE] + p * NUM_KINDS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def naturals_at(prm, owner):
     return prm[O_MNAT] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def jokers_at(prm, owner):
     return prm[O_MJOK] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def twos_at(prm, owner):
     return prm[O_MTWO] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def closed_at(prm, owner):
     return prm[O_CLOSED] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def closed_jokers_at(prm, owner):
     return prm[O_CJOK] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def closed_twos_at(prm, owner):
     return prm[O_CTWO] + owner * NUM_SLOTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def canasta_kinds_at(prm, owner):
     return prm[O_CKINDS] + owner * NUM_CANASTA_KINDS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def parts_at(prm, side):
     return prm[O_PARTS] + side * NUM_PARTS
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def slot_of(owner, slot):
     """Index of an owner's meld slot within a per-owner block (``row[prm[O_MNAT] + slot_of(o, s)]``)."""
     return owner * NUM_SLOTS + slot

@@ -15,6 +15,8 @@ from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
 from canasta_env.engine.going_out import go_out_ok, last_discard_ok, turn_finishable
 from canasta_env.engine.melds import (
+    KEEP_DISCARD,
+    KEEP_LAST,
     discard_path_ok,
     minimum_shortfall,
     owner_of,
@@ -44,30 +46,30 @@ def fill_mask(row, prm, mask, scratch):
     phase = row[L.F_PHASE]
     if phase == L.PH_DRAW:
         _draw_phase(row, prm, mask, scratch)
-    elif phase == L.PH_MELD and prm[L.P_CAP]:
-        _capped_meld_phase(row, prm, mask, scratch, False)
-        _discards(row, prm, mask)
-        mask[A.END_HAND] = capped.no_discard_end_ok(row, prm)
-    elif phase == L.PH_MELD:
-        _meld_phase(row, prm, mask, scratch, False)
-        _discards(row, prm, mask)
-        _ask(row, prm, mask)
-    elif phase == L.PH_FINAL_MELD:
+    elif phase == L.PH_MELD or phase == L.PH_FINAL_MELD:
+        final = phase == L.PH_FINAL_MELD  # a runtime bool: each meld solver compiles once
         if prm[L.P_CAP]:
-            _capped_meld_phase(row, prm, mask, scratch, True)
+            _capped_meld_phase(row, prm, mask, scratch, final)
         else:
-            _meld_phase(row, prm, mask, scratch, True)
-        mask[A.END_HAND] = minimum_shortfall(row, prm) == 0
+            _meld_phase(row, prm, mask, scratch, final)
+        if final:
+            mask[A.END_HAND] = minimum_shortfall(row, prm) == 0
+        elif prm[L.P_CAP]:
+            _discards(row, prm, mask)
+            mask[A.END_HAND] = capped.no_discard_end_ok(row, prm)
+        else:
+            _discards(row, prm, mask)
+            _ask(row, prm, mask)
     elif phase == L.PH_ANSWER:
         partner = row[L.F_CUR]
         row[L.F_CUR] = row[L.F_ASKER]
         mask[A.ANSWER_YES] = True
-        mask[A.ANSWER_NO] = (capped.discard_ok(row, prm, 2) if prm[L.P_CAP]
-                             else discard_path_ok(row, prm, 2))
+        mask[A.ANSWER_NO] = (capped.discard_ok(row, prm, KEEP_DISCARD) if prm[L.P_CAP]
+                             else discard_path_ok(row, prm, KEEP_DISCARD))
         row[L.F_CUR] = partner
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _take_shapes(row, prm, out):
     """Which of the four ways to take the pile are allowed by C20-C25, before completability."""
     out[:] = False
@@ -102,7 +104,7 @@ def _take_shapes(row, prm, out):
     return top
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draw_phase(row, prm, mask, scratch):
     """Draw, take the pile in one of its shapes, or (empty stock) end the hand (C26, C31b)."""
     width = prm[L.P_WIDTH]
@@ -136,7 +138,7 @@ def _try_capped(row, prm, mask, scratch, action, final):
     if not final and capped.only_sevens_left(work, prm):  # R5, P4: never meld down to sevens
         return
     if final:
-        ok = capped.discard_ok(work, prm, 1)
+        ok = capped.discard_ok(work, prm, KEEP_LAST)
     elif hand_size(work, prm, work[L.F_CUR]) == 0:
         ok = go_out_ok(work, prm)
     else:
@@ -182,7 +184,7 @@ def _try_meld(row, prm, mask, action, final):
     saved_turn = (row[L.F_TURN_VALUE], row[L.F_TURN_FLAGS], row[L.F_TURN_MELDS])
     place_meld(row, prm, action)
     if final:
-        ok = discard_path_ok(row, prm, 1)
+        ok = discard_path_ok(row, prm, KEEP_LAST)
     elif hand_size(row, prm, p) == 0:
         ok = go_out_ok(row, prm)
     else:
@@ -217,14 +219,14 @@ def _consider(row, prm, mask, scratch, action, final, spare, spare_other, used, 
         _try(row, prm, mask, scratch, action, final, cap)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _meld_phase(row, prm, mask, scratch, final):
     """Every meld action whose cards are in hand, that keeps its meld valid and the turn
     finishable: ranks, and black threes when going out (C11)."""
     _melds(row, prm, mask, scratch, final, False)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _capped_meld_phase(row, prm, mask, scratch, final):
     """The same under the cap (R2, P2): also sevens without wilds and wild-only melds (R3 for the
     black threes)."""
@@ -286,7 +288,7 @@ def _melds(row, prm, mask, scratch, final, cap):
         _try(row, prm, mask, scratch, A.ADD_NATURAL + C.BLACK_THREE_SLOT, final, cap)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _discards(row, prm, mask):
     """A discard ends the turn (hand >= 2, the turn's melds complete, no seven while the seven rule
     holds: C19, R5/P4) or goes out (C28)."""
@@ -306,7 +308,7 @@ def _discards(row, prm, mask):
             mask[A.DISCARD + k] = last_discard_ok(row, prm, k)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _ask(row, prm, mask):
     """C29: ask once per turn, before melding, if going out is reachable."""
     if not (prm[L.P_ASK] and prm[L.P_PARTNERS]):

@@ -26,6 +26,9 @@ from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
 
 NEG = -(1 << 30)
+# cards kept before a discard, or before the no-discard end of C31a (``keep`` of the solvers):
+# numpy ints, so that each solver compiles once for both rather than once per literal
+KEEP_DISCARD, KEEP_LAST = np.int64(2), np.int64(1)
 
 
 @njit(cache=True, inline="always")
@@ -185,7 +188,7 @@ def _fill_canastas(row, prm, mnat, mjok, mtwo, h, need, free):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def meld_everything(row, prm, owner, h, credit, need_value):
     """Whether every card of ``h`` can join valid melds with enough canastas to go out (C28)."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)

@@ -135,7 +135,7 @@ def layout_hash(params: npt.NDArray[np.int32]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _encode(row, prm, div, me, out):
     """Seat ``me``'s view of ``row`` into ``out``, each count divided by its declared divisor
     ``div`` (``divisors``, in float64: the quotients are those of the integers)."""

@@ -12,7 +12,7 @@ from canasta_env.engine.melds import side_of
 RED3_NO_MELD, RED3_NO_CANASTA, RED3_PLAYER_NO_MELD, RED3_NO_SEVENS, RED3_NEVER = range(5)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def meld_parts(row, prm, owner):
     """(card value of melds, canasta bonuses, number of melds, number of canastas) of one owner."""
     mnat, mjok, mtwo = L.naturals_at(prm, owner), L.jokers_at(prm, owner), L.twos_at(prm, owner)
@@ -45,7 +45,7 @@ def meld_parts(row, prm, owner):
     return cards, bonus, melds + closed, canastas + closed
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def red_three_part(row, prm, side, melds, canastas, sevens):
     """Red-three score of a side (C10): 100 each or the all-threes bonus, minus when penalised.
 
@@ -73,7 +73,7 @@ def red_three_part(row, prm, side, melds, canastas, sevens):
     return (-value if negative else value), every, negative
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def score_hand(row, prm):
     """Score the hand per side into the row (C32) and return the event bits it raised."""
     events = L.EV_HAND_END

@@ -74,7 +74,7 @@ def go_out(row, prm, rewards, order_buf):
     return events | end_hand(row, prm, L.HE_WENT_OUT, rewards, order_buf)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply_draw(row, prm, rewards, order_buf):
     """Draw ``draw_count`` cards one at a time, red threes laid down and replaced (C7, C8, C31a)."""
     p = row[L.F_CUR]
@@ -194,7 +194,7 @@ def _use_from_hand(row, prm, p, kind):
     _forget(row, prm, p, kind)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_to_slot(row, prm, owner, slot, naturals, jokers, twos):
     """Put cards on a meld slot; returns event bits (canasta reached, pre-turn meld touched)."""
     base = L.slot_of(owner, slot)
@@ -305,7 +305,7 @@ def hand_size(row, prm, p):
     return L.cards_in(row, L.hand_at(prm, p))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply_meld(row, prm, action, rewards, order_buf):
     """A meld action; melding the last card goes out (C28)."""
     was_short = row[L.F_NEEDS_MIN] and row[L.F_TURN_VALUE] < row[L.F_MINIMUM]
@@ -317,7 +317,7 @@ def apply_meld(row, prm, action, rewards, order_buf):
     return events
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply_discard(row, prm, kind, rewards, order_buf):
     """Discard a card (C27): the turn ends, or the hand if it was the last card (C28)."""
     p = row[L.F_CUR]
@@ -340,7 +340,7 @@ def apply_discard(row, prm, kind, rewards, order_buf):
     return events
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply_action(row, prm, action, rewards, order_buf):
     """Apply one legal action to a live row; returns event bits."""
     if action == A.DRAW_STOCK:
