@@ -60,7 +60,7 @@ EXTRA_OF: dict[str, str] = {
     **dict.fromkeys(("openskill", "matplotlib", "tqdm", "pandas", "cma"), "eval"),
     **dict.fromkeys(("onnx", "onnxruntime"), "onnx"),
     "ray": "ray",
-    **dict.fromkeys(("starlette", "uvicorn"), "web"),
+    **dict.fromkeys(("starlette", "uvicorn", "h11"), "web"),
 }
 
 

@@ -3,8 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# Modules holding the longest tests (``--durations`` under ``make test``), slowest first: xdist hands
+# tests out in collection order as workers free up, so a long test collected last leaves one worker
+# running it while the other idles. Moved whole, each module's own order kept (the notebooks run in
+# name order); the xdist groups (``ray``, ``engine-threads``) go out first anyway, largest first.
+SLOW_FIRST = (
+    "train/test_learning.py",
+    "test_notebooks.py",
+    "test_packaging.py",
+    "train/test_train.py",
+    "train/test_exploit.py",
+    "train/test_lean_ppo.py",
+    "train/test_run_dir.py",
+    "train/test_tournament.py",
+    "engine/test_invariants.py",
+    "test_table_sizes.py",
+    "test_hardening_engine.py",
+    "train/test_imitation.py",
+    "train/test_play.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    rank = {here / name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.resolve(), len(SLOW_FIRST)))  # stable
 
 
 @pytest.fixture

@@ -50,9 +50,11 @@ def test_sizes_and_sides() -> None:
 def test_random_play_invariants(rules: Any) -> None:
     """Conservation of the 162- or 636-card deck, live masks, no step cap, scores = independent
     parts. Railroad's 6-player hands are long (a 491-card stock drawn two at a time, about 1,100
-    decisions) and seldom go out (every canasta kind is needed): fewer hands, kitties instead."""
+    decisions) and seldom go out (every canasta kind is needed): fewer hands, kitties instead.
+    Measured at these sizes (per agent, seed 5): 99 to 500 go-outs at three packs, about 700
+    kitty pickups in Railroad, the longest hands 290 and 964 decisions."""
     railroad = rules.name == "railroad_6p"
-    hands, most = (200, 1600) if railroad else (1000, 400)
+    hands, most = (100, 1600) if railroad else (500, 400)
     for agent in ("random", "eager"):
         report = check_random_play(rules, hands, agent, seed=5, batch=64 if railroad else 256)
         assert report.hands >= hands and report.max_decisions_per_hand < most
@@ -61,11 +63,13 @@ def test_random_play_invariants(rules: Any) -> None:
 
 
 def test_railroad_6p_vec_env_matches_gym_envs() -> None:
-    """The SB3 VecEnv differential test (tests/test_sb3_env.py) at Railroad's 6-player table."""
+    """The SB3 VecEnv differential test (tests/test_sb3_env.py) at Railroad's 6-player table: 400
+    learner steps of 16 rows (a random learner decides about 190 times a hand here; measured: 50
+    hands, every row through two or more hand ends and their next deals)."""
     from test_sb3_env import _run_sb3_differential
 
-    hands, _ = _run_sb3_differential(load_rules(RAILROAD_6P), 16, 1200, seed=6)
-    assert hands >= 4
+    hands, _, rows_ended = _run_sb3_differential(load_rules(RAILROAD_6P), 16, 400, seed=6)
+    assert hands >= 16 and rows_ended == 16
 
 
 def test_batch_rows_and_expansion(rules: Any) -> None:

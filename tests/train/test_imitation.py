@@ -29,6 +29,7 @@ def test_demonstrations_hold_the_teachers_legal_choices_and_discounted_returns()
     assert len(torch.unique(demos.returns)) < len(demos) / 5
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 def test_cloning_makes_the_policy_choose_like_the_teacher() -> None:
     rules = load_rules("classic_2p")
     teacher = make_agent("heuristic", rules)

@@ -21,6 +21,7 @@ pytest.importorskip("sb3_contrib")
 
 from agents import make_agent  # noqa: E402
 from agents.checkpoint import POLICY_FILE, latest_checkpoint, list_checkpoints, load_checkpoint  # noqa: E402
+from train.cli.main import main as cli_main  # noqa: E402
 from train.learning import config, trainer  # noqa: E402
 
 TINY = dict(rules="classic_2p", num_envs=16, n_steps=8, batch_size=64, n_epochs=2, checkpoint_every=128,
@@ -94,20 +95,24 @@ def test_selfplay_pool_with_lean_trainer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kill", ["rollout@20", "update@7"])
-def test_sigkill_resumes(kill: str, tmp_path: Path) -> None:
+def test_sigkill_resumes(kill: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The run is killed in a subprocess; the resume, which needs no process of its own, runs here
+    (``train.cli.main``, what the ``canasta`` script calls; a subprocess spends about 5 s of CPU
+    importing torch and loading the kernels first)."""
     run = tmp_path / "run"
     flags = [f"--{k}={v}" for k, v in TINY.items()]
-    base = [sys.executable, "-m", "train.cli", "train", *flags, "--run_dir", str(run),
-            "--total_timesteps", "768"]
+    command = ["train", *flags, "--run_dir", str(run), "--total_timesteps", "768"]
     env = {**os.environ, "CANASTA_TEST_KILL_AT": kill}
-    killed = subprocess.run(base, capture_output=True, text=True, timeout=300, env=env)
+    killed = subprocess.run([sys.executable, "-m", "train.cli", *command], capture_output=True,
+                            text=True, timeout=300, env=env)
     assert killed.returncode in (-9, 137), (killed.returncode, killed.stderr[-2000:])
     before = latest_checkpoint(run)
     assert before is not None, "the run died before its first checkpoint"
     counter = json.loads((before / "state.json").read_text())["num_timesteps"]
-    env.pop("CANASTA_TEST_KILL_AT")
-    resumed = subprocess.run([*base, "--resume"], capture_output=True, text=True, timeout=300, env=env)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert not os.environ.get("CANASTA_TEST_KILL_AT")
+    capsys.readouterr()
+    status = cli_main([*command, "--resume"])
+    assert status == 0, capsys.readouterr().err[-2000:]
     after = [json.loads((p / "state.json").read_text())["num_timesteps"] for p in list_checkpoints(run)]
     assert after == sorted(after) and after[-1] >= 768 > counter
 

@@ -1,5 +1,6 @@
 """``canasta train`` and ``canasta selfplay`` end to end in subprocesses: checkpoints, TensorBoard
-events, and resume after a SIGKILL mid-rollout, mid-update and mid-checkpoint-write."""
+events, and resume after a SIGKILL mid-rollout, mid-update and mid-checkpoint-write (the resumes, which
+need no process of their own, run in this process)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agents import make_agent
 from agents.checkpoint import checkpoint_name, latest_checkpoint, list_checkpoints, load_checkpoint
+from train.cli.main import main as cli_main
 
 TINY = ["--rules", "classic_2p", "--num_envs", "32", "--n_steps", "16", "--batch_size", "256",
         "--n_epochs", "1", "--checkpoint_every", "512", "--eval_every", "1024", "--eval_deals", "10",
@@ -28,6 +32,31 @@ def _canasta(command: str, run_dir: Path, steps: int, *extra: str, kill: str | N
     args = [sys.executable, "-m", "train.cli", command, *TINY, "--run_dir", str(run_dir),
             "--total_timesteps", str(steps), *extra, *(["--resume"] if resume else [])]
     return subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture
+def canasta_here(capsys: pytest.CaptureFixture[str], one_torch_thread: None
+                 ) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``_canasta`` run in this process (``train.cli.main``, what the ``canasta`` script calls), for
+    the runs that need no process of their own: a resume after the kill or stop that a subprocess
+    took, a run that only makes a checkpoint for the next step. A subprocess spends about 5 s of CPU
+    importing torch and loading the kernels before its first step. torch's thread count, which a
+    run sets, is restored afterwards."""
+
+    def run(command: str, run_dir: Path, steps: int, *extra: str, resume: bool = False
+            ) -> subprocess.CompletedProcess[str]:
+        assert not os.environ.get("CANASTA_TEST_KILL_AT")
+        args = [command, *TINY, "--run_dir", str(run_dir), "--total_timesteps", str(steps), *extra,
+                *(["--resume"] if resume else [])]
+        capsys.readouterr()
+        try:
+            status = cli_main(args)
+        except SystemExit as exc:  # argparse's own errors
+            status = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["canasta", *args], status, out, err)
+
+    return run
 
 
 def _steps(path: Path) -> int:
@@ -63,14 +92,15 @@ def test_runs_end_to_end_and_leaves_a_loadable_checkpoint(command: str, algo: st
 @pytest.mark.parametrize(("kill", "algo"), [
     ("rollout@40", "ppo"), ("update@3", "ppo"), ("checkpoint_write@2", "ppo"), ("checkpoint_rename@2", "ppo"),
     ("checkpoint_latest@2", "ppo"), ("rollout@40", "maskable_ppo"), ("update@3", "maskable_ppo")])
-def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, algo: str, tmp_path: Path) -> None:
+def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, algo: str, tmp_path: Path,
+                                                       canasta_here: Callable[..., Any]) -> None:
     run = tmp_path / "run"
     killed = _canasta("train", run, 4096, "--algo", algo, kill=kill)
     assert killed.returncode in (-9, 137), (killed.returncode, killed.stderr[-2000:])
     before = latest_checkpoint(run)
     assert before is not None, "the run died before its first checkpoint"
     counter = _steps(before)
-    resumed = _canasta("train", run, 4096, "--algo", algo, resume=True)
+    resumed = canasta_here("train", run, 4096, "--algo", algo, resume=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     after = [_steps(p) for p in list_checkpoints(run)]
     assert after == sorted(after), "checkpoint counters must be monotone"
@@ -78,13 +108,23 @@ def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, algo: str, tmp
     assert not list(run.glob(".tmp-*")), "partial checkpoint directories left behind"
 
 
-def test_unknown_config_key_is_refused(tmp_path: Path) -> None:
+def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """A command that must refuse before training, run in this process (``train.cli.main``, what the
+    ``canasta`` script calls; a subprocess spends seconds importing torch first): status, stderr."""
+    capsys.readouterr()
+    try:
+        status = cli_main(list(args))
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code if isinstance(exc.code, int) else 1
+    return status, capsys.readouterr().err
+
+
+def test_unknown_config_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("rules: classic_2p\nlearning_rat: 0.1\n")
-    proc = subprocess.run([sys.executable, "-m", "train.cli", "train", "--config", str(config)],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
-    assert "learning_rat" in proc.stderr and str(config) in proc.stderr
+    status, err = _refused(capsys, "train", "--config", str(config))
+    assert status != 0
+    assert "learning_rat" in err and str(config) in err
 
 
 @pytest.mark.parametrize("preset", ["railroad_2p", "pennies_6p"])
@@ -103,7 +143,8 @@ def test_variant_config_trains(preset: str, tmp_path: Path) -> None:
     assert make_agent(str(run), preset).name.startswith("policy:")
 
 
-def test_league_in_partnerships_with_imitation_end_to_end(tmp_path: Path) -> None:
+def test_league_in_partnerships_with_imitation_end_to_end(tmp_path: Path,
+                                                          canasta_here: Callable[..., Any]) -> None:
     """``canasta league`` at 4 players: the policy first clones the heuristic (checkpoint at step
     0), then trains against the default league (heuristic, greedy, its snapshots) drawn by PFSP;
     the league's results are checkpointed and its scores and ratings logged; a resume keeps them."""
@@ -128,16 +169,18 @@ def test_league_in_partnerships_with_imitation_end_to_end(tmp_path: Path) -> Non
     assert "league/score_vs_heuristic" in header and "league/elo_heuristic" in header
     config = json.loads((run / "config.json").read_text())
     assert config["league"] == ["heuristic", "greedy"] and config["pfsp"] is True
-    resumed = _canasta("league", run, 3072, *extra, resume=True)
+    resumed = canasta_here("league", run, 3072, *extra, resume=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "imitate" not in resumed.stdout  # the clone is not made again
     assert _steps(latest_checkpoint(run)) >= 3072  # type: ignore[arg-type]
 
 
-def test_league_members_outside_self_play_are_refused(tmp_path: Path) -> None:
-    proc = _canasta("train", tmp_path / "run", 512, "--league", "heuristic")
-    assert proc.returncode == 2 and "canasta league" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+def test_league_members_outside_self_play_are_refused(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    status, err = _refused(capsys, "train", *TINY, "--run_dir", str(tmp_path / "run"), "--total_timesteps",
+                           "512", "--league", "heuristic")
+    assert status == 2 and "canasta league" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def _interrupt(args: list[str], once_printed: str, signals: int = 1, timeout: int = 120
@@ -161,7 +204,8 @@ def _interrupt(args: list[str], once_printed: str, signals: int = 1, timeout: in
 
 
 @pytest.mark.parametrize("algo", ["ppo", "maskable_ppo"])
-def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) -> None:
+def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path,
+                                                   canasta_here: Callable[..., Any]) -> None:
     """The first SIGINT ends the run at the next update with a checkpoint (none would be due for
     millions of steps) and exit status 130; the run then resumes from it."""
     run = tmp_path / "run"
@@ -180,7 +224,7 @@ def test_ctrl_c_stops_at_an_update_and_checkpoints(algo: str, tmp_path: Path) ->
     evaluated = [json.loads(line)["num_timesteps"] for line in lines]
     assert evaluated and set(evaluated) <= {_steps(p) for p in list_checkpoints(run)}
     assert any(f"checkpoint {run / checkpoint_name(at)}" in out for at in evaluated)
-    resumed = _canasta("train", run, counter + 512, "--algo", algo, resume=True)
+    resumed = canasta_here("train", run, counter + 512, "--algo", algo, resume=True)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resuming at {counter:,} steps" in resumed.stdout
 
@@ -194,16 +238,17 @@ def test_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
     assert "Traceback" not in err
 
 
-def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path) -> None:
+def test_init_from_starts_a_new_run_from_a_checkpoints_weights(tmp_path: Path,
+                                                                canasta_here: Callable[..., Any]) -> None:
     """``--init-from`` loads the weights only: the new run counts from 0; a checkpoint for other
     rules or another network is refused in one line."""
     import torch
 
     first = tmp_path / "first"
-    assert _canasta("train", first, 512, "--net_arch", "32").returncode == 0
+    assert canasta_here("train", first, 512, "--net_arch", "32").returncode == 0
     source = load_checkpoint(first)
     second = tmp_path / "second"
-    proc = _canasta("train", second, 0, "--net_arch", "32", "--init-from", str(first))
+    proc = canasta_here("train", second, 0, "--net_arch", "32", "--init-from", str(first))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "starting from the weights of" in proc.stdout
     started = load_checkpoint(second)

@@ -1,12 +1,24 @@
-"""Fixtures of the web table's tests: a game store in a temporary record dir and a client for it."""
+"""Fixtures of the web table's tests: a game store in a temporary record dir and a client for it,
+a real ``canasta serve`` in a subprocess, and a folder beside the record dir that no request may
+change (the target of the symbolic links the hostile tests plant)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+
+from scripts.web_local import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+WEB_TESTS = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -17,7 +29,9 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., Any]]:
 
     from canasta_env.rules import load_rules
     from train.web.app import create_app
-    from train.web.game import AgentPool, GameStore
+    from train.web.game import AgentPool
+    from train.web.limits import Limits
+    from train.web.store import GameStore
 
     with warnings.catch_warnings():  # Starlette >= 1 prefers httpx2; httpx works the same here
         warnings.simplefilter("ignore")
@@ -26,10 +40,14 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     clients: list[Any] = []
 
     def make(rules: str = "classic_2p", opponents: tuple[str, ...] = ("random",), partner: str | None = None,
-             hands: int | None = 1, show_policy: bool = False) -> Any:
-        store = GameStore(AgentPool(load_rules(rules)), tmp_path, opponents=opponents, partner=partner,
-                          hands=hands, show_policy=show_policy)
-        client = TestClient(create_app(store))
+             hands: int | None = 1, show_policy: bool = False, limits: Any = None,
+             record_dir: Path | None = None, pool: Any = None, **caps: Any) -> Any:
+        """``limits`` or ``caps`` (``Limits`` fields) set the server's caps; the agents get 60 s
+        to think unless told (a cold numba cache compiles during the first game)."""
+        limits = limits or Limits(**{"think_seconds": 60.0, **caps})
+        store = GameStore(pool or AgentPool(load_rules(rules)), record_dir or tmp_path, opponents=opponents,
+                          partner=partner, hands=hands, show_policy=show_policy, limits=limits)
+        client = TestClient(create_app(store), raise_server_exceptions=False)
         client.__enter__()  # one event loop for all its requests (not one per request)
         client.store = store  # type: ignore[attr-defined]
         clients.append(client)
@@ -38,3 +56,81 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     yield make
     for client in clients:
         client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A folder beside the record dir with files a hostile record dir links to; no request may
+    change it (``files_of`` before and after)."""
+    folder = tmp_path.parent / f"{tmp_path.name}-outside"
+    folder.mkdir()
+    (folder / "secret.txt").write_text("root:x:0:0:secret\n")
+    (folder / "target.jsonl").write_text("")
+    (folder / "victim.json").write_text('{"keep": "me"}\n')
+    return folder
+
+
+def files_of(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``folder`` with its bytes and modification time (links as their target)."""
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"", p.lstat().st_mtime_ns)
+            for p in sorted(folder.rglob("*"))}
+
+
+Served = tuple[str, Path, Path]  # base URL, record dir, log file
+
+
+def start_serve(folder: Path, procs: list[Any], *options: str, env: dict[str, str] | None = None) -> Served:
+    """``canasta serve *options`` in a subprocess on a free port with its record dir and log in
+    ``folder`` (tests/web on its path, so ``--opponent web_drill:SlowAgent`` works), once it
+    answers; the process and its log are added to ``procs`` for ``stop_all``."""
+    port = free_port()
+    record_dir = folder / f"records{len(procs) or ''}"
+    log_path = folder / f"serve{len(procs)}.log"
+    cmd = [sys.executable, "-m", "train.cli", "serve", "--rules", "classic_2p", "--hands", "1",
+           "--port", str(port), "--record-dir", str(record_dir), *options]
+    if "--opponent" not in options:
+        cmd += ["--opponent", "heuristic"]
+    log = open(log_path, "w+")  # noqa: SIM115 - read back on failure, closed by stop_all
+    path = os.pathsep.join([str(WEB_TESTS), str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **(env or {})}
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+    procs.append((proc, log))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120  # a cold numba cache compiles first (CI warms it before)
+    while True:
+        try:
+            if httpx.get(f"{url}/api/config", timeout=2).status_code == 200:
+                return url, record_dir, log_path
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            log.seek(0)
+            raise AssertionError(f"canasta serve did not start:\n{log.read()}")
+        time.sleep(0.2)
+
+
+def stop_all(procs: list[Any]) -> None:
+    """Stop the servers ``start_serve`` started."""
+    for proc, log in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """``serve(*options)``: ``canasta serve`` in a subprocess (``start_serve``); returns (base
+    URL, record dir, log file). Every server started is stopped after the test."""
+    procs: list[Any] = []
+    yield lambda *options, env=None: start_serve(tmp_path, procs, *options, env=env)
+    stop_all(procs)
+
+
+@pytest.fixture
+def server(serve: Callable[..., Served]) -> tuple[str, Path]:
+    """``canasta serve --opponent heuristic --hands 1`` in a subprocess: (base URL, record dir)."""
+    url, record_dir, _ = serve()
+    return url, record_dir

@@ -9,51 +9,13 @@ each turn; every move is still a click in the real page. A missing Chromium fail
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from canasta_env.records import read_records, replay
-from scripts.web_local import CHROMIUM, CHROMIUM_ARGS, free_port
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``canasta serve`` in a subprocess: (base URL, record dir)."""
-    port = free_port()
-    record_dir = tmp_path / "records"
-    cmd = [sys.executable, "-m", "train.cli", "serve", "--rules", "classic_2p", "--opponent", "heuristic",
-           "--hands", "1", "--port", str(port), "--record-dir", str(record_dir)]
-    log = open(tmp_path / "serve.log", "w+")  # noqa: SIM115 - read back on failure
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120  # a cold numba cache compiles first (CI warms it before)
-        while True:
-            try:
-                if httpx.get(f"{url}/api/config", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.seek(0)
-                raise AssertionError(f"canasta serve did not start:\n{log.read()}")
-            time.sleep(0.2)
-        yield url, record_dir
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
+from scripts.web_local import CHROMIUM, CHROMIUM_ARGS
 
 
 def _seed_with_a_meld_after_the_draw(url: str) -> int:
@@ -75,11 +37,38 @@ def _click_and_wait(page: Any, selector: str) -> None:
     """Click (a move) and wait until the page shows the table's next version."""
     version = page.evaluate("document.body.dataset.version")
     page.click(selector)
-    page.wait_for_function(f"document.body.dataset.version !== '{version}' && !document.body.dataset.busy")
+    # a function, not an expression: Playwright evaluates an expression string with eval(), which
+    # the page's Content-Security-Policy forbids
+    page.wait_for_function(f"() => document.body.dataset.version !== '{version}' "
+                           "&& !document.body.dataset.busy")
 
 
 def _no_error(page: Any) -> None:
     assert page.locator("#error").is_hidden(), page.inner_text("#error")
+
+
+def _replay_forward_back_and_jump(page: Any) -> int:
+    """The replay of the hand just finished: forward, back, jump; returns its number of steps."""
+    page.click("#replay-hand")
+    page.wait_for_function("() => document.body.dataset.steps !== undefined")
+    steps = int(page.evaluate("document.body.dataset.steps"))
+    first = page.inner_text("#move-now")
+    for _ in range(3):
+        page.click("#next")
+    assert page.evaluate("document.body.dataset.step") == "3"
+    page.click("#prev")
+    assert page.evaluate("document.body.dataset.step") == "2"
+    page.click("#first")
+    assert page.inner_text("#move-now") == first
+    page.fill("#step-input", str(steps))
+    page.click("#jump")
+    assert page.evaluate("document.body.dataset.step") == str(steps)
+    assert "End of the hand" in page.inner_text("#move-now")
+    assert page.locator("#seats .seat").count() == 2  # omniscient: both hands shown
+    assert page.locator("#seats .seat .fan.open").count() == 2
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("document.body.dataset.step") == str(steps - 1)
+    return steps
 
 
 def test_a_whole_hand_in_chromium_then_its_replay(server: tuple[str, Path]) -> None:
@@ -138,26 +127,7 @@ def test_a_whole_hand_in_chromium_then_its_replay(server: tuple[str, Path]) -> N
             _no_error(page)
             assert "Hand 1 over" in page.inner_text("#banner")
 
-            # the replay of that hand: forward, back, jump
-            page.click("#replay-hand")
-            page.wait_for_function("document.body.dataset.steps !== undefined")
-            steps = int(page.evaluate("document.body.dataset.steps"))
-            first = page.inner_text("#move-now")
-            for _ in range(3):
-                page.click("#next")
-            assert page.evaluate("document.body.dataset.step") == "3"
-            page.click("#prev")
-            assert page.evaluate("document.body.dataset.step") == "2"
-            page.click("#first")
-            assert page.inner_text("#move-now") == first
-            page.fill("#step-input", str(steps))
-            page.click("#jump")
-            assert page.evaluate("document.body.dataset.step") == str(steps)
-            assert "End of the hand" in page.inner_text("#move-now")
-            assert page.locator("#seats .seat").count() == 2  # omniscient: both hands shown
-            assert page.locator("#seats .seat .fan.open").count() == 2
-            page.keyboard.press("ArrowLeft")
-            assert page.evaluate("document.body.dataset.step") == str(steps - 1)
+            steps = _replay_forward_back_and_jump(page)
             _no_error(page)
             assert not errors, errors
         finally:
@@ -165,3 +135,31 @@ def test_a_whole_hand_in_chromium_then_its_replay(server: tuple[str, Path]) -> N
     (record,) = read_records(record_dir / f"{game['id']}.jsonl")
     assert len(record.actions) == steps
     replay(record)
+
+
+def test_the_page_waits_for_a_slow_agent_and_shows_its_moves(serve: Any) -> None:
+    """Agents slower than --think-seconds: the server answers 202 "busy", the page asks for the
+    table again until the agent has moved, and shows no error meanwhile."""
+    from playwright.sync_api import sync_playwright
+
+    url, _, _ = serve("--opponent", "web_drill:SlowAgent", "--think-seconds", "0.2",
+                      env={"CANASTA_SLOW_AGENT_SECONDS": "0.4"})
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            page.wait_for_selector("#hand .card", timeout=60_000)
+            page.click("#all-moves summary")
+            for _ in range(2):  # each move waits for the agent's reply (202, then the table)
+                version = int(page.evaluate("document.body.dataset.version"))
+                page.click("#legal-list button.first")
+                page.wait_for_function(f"() => Number(document.body.dataset.version) > {version} "
+                                       "&& !document.body.dataset.busy", timeout=60_000)
+                _no_error(page)
+            assert page.locator("#log li").count() >= 2
+            assert not errors, errors
+        finally:
+            browser.close()

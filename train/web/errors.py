@@ -1,19 +1,34 @@
-"""The web table's refusals: ``GameError`` (a 4xx answer that changes nothing) and the two checks
-every request's values go through (``is_int``) and are quoted by (``shown``). Apart from the games
-so that the app, the replays and the saved-game checks can all refuse a request the same way."""
+"""The web table's refusals: ``GameError`` (a 4xx answer that changes nothing, or a 503 when the
+server cannot do it now) and the two checks every request's values go through (``is_int``) and are
+quoted by (``shown``). Apart from the games so that the app, the replays, the record-dir files and
+the saved-game checks can all refuse a request the same way. ``log`` is the server's one-line log."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+log = logging.getLogger("train.web")
 
 
 class GameError(Exception):
-    """A request the table refuses; ``status`` is the HTTP status (4xx) it is answered with."""
+    """A request the table refuses; ``status`` is the HTTP status it is answered with (4xx: the
+    request is at fault and nothing changed; 503: the server cannot do it now), ``headers`` extra
+    answer headers (``Retry-After``) and ``extra`` extra keys of the JSON answer (``busy``)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, headers: dict[str, str] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
+
+
+def busy(game_id: str) -> GameError:
+    """The answer to a request on a game whose agents are still thinking: a 409 the page retries."""
+    return GameError(409, f"the agent is busy: game {game_id} waits for its agents' moves; ask again "
+                          "in a moment", headers={"Retry-After": "1"}, extra={"busy": True})
 
 
 def is_int(value: Any) -> bool:
@@ -26,3 +41,8 @@ def shown(value: Any) -> str:
     from canasta_env.messages import short_repr
 
     return short_repr(value, 40)
+
+
+def reason(exc: OSError) -> str:
+    """An OS error in a few words (``No such file or directory``), without the path it names."""
+    return exc.strerror or type(exc).__name__

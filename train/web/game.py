@@ -8,21 +8,21 @@ hand record, to ``<record dir>/<game id>.jsonl``, which ``canasta replay`` and t
 
 A human move is checked before anything changes: the game id, the seat, the version (how many
 actions the game has had: a stale page cannot play twice) and the action, which must be legal in
-the engine's mask. Then the agents play until it is the human's turn again or the game is over.
+the engine's mask. Then the agents play until it is the human's turn again or the game is over
+(``run_agents``; ``train.web.store`` runs it on a worker thread, so a slow agent stalls no other
+game, and marks the game ``busy`` meanwhile).
 
 Seats, the agents built once per name and their top choices come from ``train.play.seats``, as
 at the terminal table; the refusals are ``train.web.errors``, the saved file's checks
-``train.web.saved_game``. ``AgentPool`` and ``GameError`` are importable from here too.
+``train.web.saved_game``, the record file's appends ``train.web.files`` (never through a link).
+``AgentPool`` and ``GameError`` are importable from here too.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,10 @@ import numpy as np
 from canasta_env.rules import RuleSet
 from train.play.seats import AgentPool, Seat, adviser, build_seats, seats_from_specs, top_choices
 from train.web.errors import GameError, is_int, shown
+from train.web.files import append_text
 from train.web.saved_game import GAME_FORMAT, GAME_VERSION, checked_save
+
+__all__ = ["GAME_ID", "AgentPool", "Game", "GameError", "hint_entry", "web_seats"]
 
 GAME_ID = re.compile(r"[0-9a-f]{16}")
 LOG_SHOWN = 60  # moves of the log sent with each view
@@ -81,6 +84,11 @@ class Game:
         self._replaying = False
         self.rng = np.random.default_rng(seed)
         self._hint_cache: tuple[int, list[list[Any]] | None] | None = None
+        # held by the store while a request reads or changes the game; ``busy`` while its agents
+        # think outside the lock; ``users``: requests holding it (it stays in memory meanwhile)
+        self.lock = threading.Lock()
+        self.busy = False
+        self.users = 0
 
     # ---- state ---------------------------------------------------------------------------------
     @property
@@ -102,7 +110,8 @@ class Game:
 
     # ---- moves ---------------------------------------------------------------------------------
     def play(self, seat: Any, action: Any, version: Any) -> None:
-        """The human's move, checked first (``GameError`` changes nothing), then the agents'."""
+        """The human's move, checked first (``GameError`` changes nothing); the agents' replies
+        are ``run_agents``'s."""
         if not is_int(seat) or seat != self.human:
             raise GameError(403, f"seat {shown(seat)} is not yours: you sit at seat {self.human}")
         if not is_int(version):
@@ -123,7 +132,6 @@ class Game:
             what = action_name(action) if 0 <= action < NUM_ACTIONS else "no action"
             raise GameError(422, f"action {action} ({what}) is not legal now; legal: {legal}")
         self._move(self.human, int(action), None)
-        self.run_agents()
 
     def run_agents(self) -> None:
         """Agents play until the human is to move or the game is over."""
@@ -170,7 +178,7 @@ class Game:
         return self.recorder.record([action], result)
 
     def _hand_over(self, record: Any) -> None:
-        from canasta_env.records import END_TEXT, write_records
+        from canasta_env.records import END_TEXT
 
         hints = self.hints[self._hand_start: len(self.actions)]
         if any(h is not None for h in hints):
@@ -179,7 +187,7 @@ class Game:
         index = self.hands_done
         self.hands_done += 1
         if not self._replaying or index >= self.hands_recorded:
-            write_records(self.record_file, [record])
+            append_text(self.record_file, json.dumps(record.to_json(), separators=(",", ":")) + "\n")
             self.hands_recorded = index + 1
         who = f"P{record.went_out} ({self._seat_name(record.went_out)})" if record.went_out >= 0 else ""
         self.last_hand = {
@@ -250,7 +258,8 @@ class Game:
                 "rules": self.rules.to_dict(), "seats": [s.spec for s in self.seats], "human": self.human,
                 "seed": self.seed, "hands": self.hands, "show_policy": self.show_policy,
                 "actions": self.actions, "hints": self.hints, "log": self.log,
-                "hands_recorded": self.hands_recorded, "rng": self.rng.bit_generator.state}
+                "hands_recorded": self.hands_recorded, "rng": self.rng.bit_generator.state,
+                "over": self.over()}
 
     @classmethod
     def from_json(cls, data: Any, pool: AgentPool, record_dir: Path, *, game_id: str,
@@ -273,96 +282,3 @@ class Game:
         if "rng" in checked:
             game.rng.bit_generator.state = checked["rng"]
         return game
-
-
-class GameStore:
-    """Games by id: the recent ones in memory, all of them saved under ``<record dir>/games``.
-
-    One lock serialises every change: a local table serves one or a few players, and the engine
-    state of a game must never be stepped by two requests at once.
-    """
-
-    def __init__(self, pool: AgentPool, record_dir: Path, *, opponents: Sequence[str], partner: str | None,
-                 hands: int | None = None, show_policy: bool = False, keep: int = 32) -> None:
-        self.pool, self.record_dir = pool, record_dir
-        self.opponents, self.partner = list(opponents), partner
-        self.agents = {*self.opponents, *([partner] if partner else [])}  # the only ones a game may name
-        self.hands, self.show_policy, self.keep = hands, show_policy, keep
-        self.games_dir = record_dir / "games"
-        self.games_dir.mkdir(parents=True, exist_ok=True)
-        self.lock = threading.RLock()
-        self._games: OrderedDict[str, Game] = OrderedDict()
-        web_seats(pool, 0, self.opponents, partner)  # every agent built (and checked) before serving
-
-    def warm(self) -> None:
-        """Load the engine's and the agents' compiled kernels now (a deal, a view and one decision
-        of each agent), so the first request is answered as fast as the others."""
-        from canasta_env.engine import init, observe
-        from train.web.views import legal_moves, table_view
-
-        state = init(self.pool.rules, 1, 0)
-        seat = int(state.current_player[0])
-        table_view(state, seat, ["warm"] * state.num_players)
-        legal_moves(state)
-        obs, mask = observe(state, [seat]), state.legal_action_mask.copy()
-        for spec in self.agents:
-            self.pool.get(spec).act(obs, mask, np.random.default_rng(0))
-
-    def new(self, seat: Any = 0, seed: Any = None) -> Game:
-        """A new game, the agents already moved up to the human's first turn."""
-        if not is_int(seat) or not 0 <= seat < self.pool.rules.num_players:
-            raise GameError(400, f"'seat' must be a seat number 0-{self.pool.rules.num_players - 1}, "
-                                 f"got {shown(seat)}")
-        if seed is None:
-            seed = secrets.randbelow(2**31)
-        if not is_int(seed) or not 0 <= seed < 2**63:
-            raise GameError(400, f"'seed' must be an integer in [0, 2**63), got {shown(seed)}")
-        with self.lock:
-            game_id = secrets.token_hex(8)
-            seats = web_seats(self.pool, seat, self.opponents, self.partner)
-            game = Game(game_id, self.pool.rules, seats, seed, seat, self.record_dir, hands=self.hands,
-                        show_policy=self.show_policy)
-            game.run_agents()
-            self._remember(game)
-            self.save(game)
-            return game
-
-    def get(self, game_id: str) -> Game:
-        """The game with this id, from memory or from its saved file; ``GameError`` 404 if none."""
-        if not isinstance(game_id, str) or not GAME_ID.fullmatch(game_id):
-            raise GameError(404, f"no game {shown(game_id)}: game ids are 16 hex digits")
-        with self.lock:
-            if game_id in self._games:
-                self._games.move_to_end(game_id)
-                return self._games[game_id]
-            path = self.games_dir / f"{game_id}.json"
-            if not path.is_file():
-                raise GameError(404, f"no game {game_id} (unknown, or saved by another record dir)")
-            try:
-                game = Game.from_json(json.loads(path.read_bytes()), self.pool, self.record_dir,
-                                      game_id=game_id, agents=self.agents)
-            except (ValueError, KeyError, TypeError, RecursionError) as exc:
-                raise GameError(410, f"game {game_id} cannot be restored: {exc}") from None
-            self._remember(game)
-            return game
-
-    def move(self, game_id: str, seat: Any, action: Any, version: Any) -> Game:
-        """The human's move in a game, then the agents'; saved. ``GameError`` leaves it unchanged."""
-        with self.lock:
-            game = self.get(game_id)
-            game.play(seat, action, version)
-            self.save(game)
-            return game
-
-    def _remember(self, game: Game) -> None:
-        self._games[game.id] = game
-        self._games.move_to_end(game.id)
-        while len(self._games) > self.keep:
-            self._games.popitem(last=False)
-
-    def save(self, game: Game) -> None:
-        """Write the game's file atomically (a crash leaves the old or the new one, never half)."""
-        path = self.games_dir / f"{game.id}.json"
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(game.to_json(), separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)

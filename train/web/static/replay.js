@@ -1,11 +1,12 @@
 // The replay page: pick a record file (one in the server's record dir, or upload one), pick a hand,
 // then step forward and back or jump to a turn. The server replays the hand through the engine and
 // sends every frame at once (omniscient: every hand face up), with each move and, where the record
-// has them, the mover's top choices.
+// has them, the mover's top choices. Every value (file names, seat labels, moves) is drawn as text:
+// through Cards.html and Cards.setHtml, or textContent.
 "use strict";
 
 (function () {
-  const { esc } = window.Cards;
+  const { html, setHtml, int, text, list } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let hand = null; // {frames, moves, ...}
@@ -14,7 +15,7 @@
   async function api(method, url, body, type) {
     const r = await fetch(url, { method, body, headers: type ? { "content-type": type } : {} });
     const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
-    if (!r.ok) throw new Error(data.error || `HTTP ${r.status}`);
+    if (!r.ok) throw new Error(text(data.error) || `HTTP ${r.status}`);
     return data;
   }
 
@@ -35,56 +36,77 @@
   }
 
   async function listFiles(chosen) {
-    const { files } = await api("GET", "/api/records");
+    const files = list((await api("GET", "/api/records")).files).filter((f) => f && typeof f.file === "string");
     const sel = $("file-select");
     const names = files.map((f) => f.file);
     if (chosen && !names.includes(chosen)) names.unshift(chosen);
-    sel.innerHTML = '<option value="">choose a record file</option>' + names.map((n) => {
+    setHtml(sel, html`<option value="">choose a record file</option>${names.map((n) => {
       const f = files.find((x) => x.file === n);
-      const what = f ? ` (${f.hands} hand${f.hands === 1 ? "" : "s"})` : "";
-      return `<option value="${esc(n)}">${esc(n)}${what}</option>`;
-    }).join("");
+      const what = f ? ` (${int(f.hands)} hand${f.hands === 1 ? "" : "s"})` : "";
+      return html`<option value="${n}">${n}${what}</option>`;
+    })}`);
     if (chosen) sel.value = chosen;
   }
 
   async function openFile(name, handIndex, atStep) {
     showError("");
-    const { hands } = await api("GET", `/api/records/${encodeURIComponent(name)}`);
-    $("hand-select").innerHTML = hands.map((h) => `<option value="${h.index}">hand ${h.index + 1}: `
-      + `${esc(h.rules)}, ${esc(h.seats.join(" vs "))}, ${h.decisions} decisions, ${esc(h.end)}</option>`).join("");
+    const hands = list((await api("GET", `/api/records/${encodeURIComponent(name)}`)).hands);
+    setHtml($("hand-select"), html`${hands.map((h, i) => {
+      const what = `${text(h.rules)}, ${list(h.seats).map(text).join(" vs ")}, ${int(h.decisions)} decisions, ${text(h.end)}`;
+      return html`<option value="${i}">hand ${i + 1}: ${what}</option>`;
+    })}`);
     const k = Math.min(Math.max(handIndex || 0, 0), hands.length - 1);
     $("hand-select").value = String(k);
     await openHand(name, k, atStep || 0);
   }
 
   async function openHand(name, k, atStep) {
-    hand = await api("GET", `/api/records/${encodeURIComponent(name)}/hands/${k}`);
+    const answer = await api("GET", `/api/records/${encodeURIComponent(name)}/hands/${k}`);
+    hand = { ...answer, moves: list(answer.moves).filter((m) => m && typeof m === "object"), frames: list(answer.frames) };
     $("step-range").max = String(hand.moves.length);
     $("step-input").max = String(hand.moves.length);
-    $("moves").innerHTML = hand.moves.map((m) => `<li data-step="${m.i}"><b>P${m.seat} ${esc(m.who)}</b>: `
-      + `${esc(m.text)}${R.topHtml(m.top)}</li>`).join("");
-    $("replay-info").textContent = `${hand.rules} \u00b7 hand ${hand.hand_number} \u00b7 ${hand.seats.join(" vs ")}`;
+    setHtml($("moves"), html`${hand.moves.map((m, i) => moveLine(m, i))}`);
+    $("replay-info").textContent = `${text(hand.rules)} \u00b7 hand ${int(hand.hand_number)} \u00b7 ${list(hand.seats).map(text).join(" vs ")}`;
     go(atStep);
+  }
+
+  // One move of the list: "P1 heuristic: draw from the stock [DRAW_STOCK]".
+  function moveLine(m, i) {
+    return html`<li data-step="${i}"><b>P${int(m.seat)} ${text(m.who)}</b>: ${text(m.text)}${R.topHtml(m.top)}</li>`;
+  }
+
+  // Draw one part of the page; a part that cannot be drawn says so, the others are still drawn.
+  function panel(id, build) {
+    try {
+      setHtml($(id), build());
+    } catch (err) {
+      console.warn(`#${id} not drawn`, err);
+      setHtml($(id), html`<span class="note">(this part of the hand cannot be shown)</span>`);
+    }
+  }
+
+  function moveNow(n) {
+    const next = hand.moves[step];
+    if (next) {
+      return html`Turn ${step} of ${n}: <b>P${int(next.seat)} ${text(next.who)}</b> plays ${text(next.text)} (${text(next.name)})${R.topHtml(next.top)}`;
+    }
+    const scores = `hand scores ${JSON.stringify(hand.hand_scores)}, game scores ${JSON.stringify(hand.scores_after)}`;
+    return html`End of the hand: ${text(hand.end)}; ${scores}${hand.matches ? " \u00b7 the replay matches the record" : ""}`;
   }
 
   function go(s) {
     if (!hand) return;
     step = Math.min(Math.max(Number(s) || 0, 0), hand.moves.length);
-    const frame = hand.frames[step];
-    $("seats").innerHTML = R.seatsHtml(frame, null);
-    $("centre").innerHTML = R.centreHtml(frame);
-    $("melds").innerHTML = R.meldsHtml(frame, null);
-    $("scores").innerHTML = R.scoresHtml(frame, null);
+    const frame = hand.frames[step] || {};
+    panel("seats", () => R.seatsHtml(frame, null));
+    panel("centre", () => R.centreHtml(frame));
+    panel("melds", () => R.meldsHtml(frame, null));
+    panel("scores", () => R.scoresHtml(frame, null));
     const n = hand.moves.length;
-    const next = hand.moves[step];
-    const box = $("move-now");
-    box.hidden = false;
-    box.innerHTML = next
-      ? `Turn ${step} of ${n}: <b>P${next.seat} ${esc(next.who)}</b> plays ${esc(next.text)} (${esc(next.name)})${R.topHtml(next.top)}`
-      : `End of the hand: ${esc(hand.end)}; hand scores ${esc(JSON.stringify(hand.hand_scores))}, `
-        + `game scores ${esc(JSON.stringify(hand.scores_after))}${hand.matches ? " \u00b7 the replay matches the record" : ""}`;
-    $("outcome").innerHTML = `<div class="you-head">Scores before the hand ${esc(JSON.stringify(hand.scores_before))}`
-      + ` \u00b7 after ${esc(JSON.stringify(hand.scores_after))}</div>`;
+    $("move-now").hidden = false;
+    panel("move-now", () => moveNow(n));
+    const before = `Scores before the hand ${JSON.stringify(hand.scores_before)} \u00b7 after ${JSON.stringify(hand.scores_after)}`;
+    panel("outcome", () => html`<div class="you-head">${before}</div>`);
     $("step-range").value = String(step);
     $("step-input").value = String(step);
     $("step-label").textContent = `step ${step} of ${n}`;

@@ -6,15 +6,16 @@
 "use strict";
 
 (function () {
-  const { esc, cardRow } = window.Cards;
+  const { html, setHtml, int, text, list, cardRow } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let view = null;
   let selected = null; // a kind of card in the hand, or "pile"
   let busy = false;
   let seenHands = null; // hands_done already shown in the banner
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  async function api(method, url, body) {
+  async function call(method, url, body) {
     const init = { method, headers: {} };
     if (body !== undefined) {
       init.headers["content-type"] = "application/json";
@@ -22,8 +23,24 @@
     }
     const r = await fetch(url, init);
     const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
-    if (!r.ok) throw Object.assign(new Error(data.error || `HTTP ${r.status}`), { status: r.status });
-    return data;
+    if (!r.ok) throw Object.assign(new Error(text(data.error) || `HTTP ${r.status}`), { status: r.status, busy: data.busy === true });
+    return { status: r.status, data };
+  }
+
+  // The table a request answers; when the agents are still thinking (202, or a GET answered 409
+  // "busy"), the table is asked for again until they have moved.
+  async function api(method, url, body) {
+    for (let tries = 0; ; tries++) {
+      try {
+        const answer = await call(method, url, body);
+        if (answer.status !== 202 || !answer.data.busy) return answer.data;
+        [method, url, body] = ["GET", `/api/games/${encodeURIComponent(text(answer.data.id))}`, undefined];
+      } catch (err) {
+        if (!(err.busy && method === "GET") || tries > 600) throw err;
+      }
+      $("status").textContent = "the agents are thinking\u2026";
+      await sleep(250);
+    }
   }
 
   function showError(message) {
@@ -34,10 +51,12 @@
 
   function gameIdFromPage() {
     const m = /game=([0-9a-f]{16})/.exec(location.hash);
-    return m ? m[1] : localStorage.getItem("canasta.game");
+    const kept = localStorage.getItem("canasta.game");
+    return m ? m[1] : /^[0-9a-f]{16}$/.test(kept || "") ? kept : null;
   }
 
   function remember(id) {
+    if (!/^[0-9a-f]{16}$/.test(id)) return;
     localStorage.setItem("canasta.game", id);
     if (location.hash !== `#game=${id}`) history.replaceState(null, "", `#game=${id}`);
   }
@@ -69,65 +88,66 @@
     busy = true;
     document.body.dataset.busy = "1";
     try {
-      const v = await api("POST", `/api/games/${view.id}/actions`, { seat: view.seat, action, version: view.version });
+      const v = await api("POST", `/api/games/${encodeURIComponent(text(view.id))}/actions`, { seat: view.seat, action, version: view.version });
       selected = null;
       showError("");
       setView(v);
     } catch (err) {
       showError(err.message);
-      try { setView(await api("GET", `/api/games/${view.id}`)); } catch (_) { /* keep the old view */ }
+      try { setView(await api("GET", `/api/games/${encodeURIComponent(text(view.id))}`)); } catch (_) { /* keep the old view */ }
     } finally {
       busy = false;
       delete document.body.dataset.busy;
     }
   }
 
+  // The view as the page draws it: lists where lists belong, whatever the answer held.
   function setView(v) {
-    view = v;
-    remember(v.id);
+    view = { ...v, players: list(v.players), legal: list(v.legal).filter((m) => m && typeof m === "object"), log: list(v.log) };
+    remember(text(v.id));
     render();
   }
 
   function movesFor(kind) {
-    if (kind === "pile") return view.legal.filter((m) => m.name.startsWith("TAKE_PILE"));
-    return view.legal.filter((m) => m.cards.includes(kind));
+    if (kind === "pile") return view.legal.filter((m) => text(m.name).startsWith("TAKE_PILE"));
+    return view.legal.filter((m) => list(m.cards).includes(kind));
   }
 
   function button(m, extra = "") {
-    return `<button type="button" class="move ${extra}" data-action="${m.id}" data-name="${esc(m.name)}" title="${esc(m.name)}">`
-      + `${esc(m.text)}${m.cards.length ? ` <span class="mini">${cardRow(m.cards, { small: true })}</span>` : ""}</button>`;
+    const cards = list(m.cards).length ? html` <span class="mini">${cardRow(m.cards, { small: true })}</span>` : "";
+    return html`<button type="button" class="move ${extra}" data-action="${int(m.id)}" data-name="${text(m.name)}" title="${text(m.name)}">${text(m.text)}${cards}</button>`;
   }
 
   function actionsHtml() {
     if (!view.your_turn) return "";
     if (selected) {
       const moves = movesFor(selected);
-      const what = selected === "pile" ? "the pile" : `your ${esc(selected)}`;
-      const list = moves.length ? moves.map((m) => button(m)).join("") : `<span class="note">no legal move uses ${what} now</span>`;
-      return `<div class="prompt">Moves using ${what}:</div>${list}<button type="button" class="plain" id="clear">cancel</button>`;
+      const what = selected === "pile" ? "the pile" : `your ${text(selected)}`;
+      const buttons = moves.length ? moves.map((m) => button(m)) : html`<span class="note">no legal move uses ${what} now</span>`;
+      return html`<div class="prompt">Moves using ${what}:</div>${buttons}<button type="button" class="plain" id="clear">cancel</button>`;
     }
-    const free = view.legal.filter((m) => !m.cards.length || m.name.startsWith("TAKE_PILE"));
+    const free = view.legal.filter((m) => !list(m.cards).length || text(m.name).startsWith("TAKE_PILE"));
     const prompt = view.phase === "draw" ? "Draw from the stock or take the pile" : "Click a card of your hand to meld, add or discard it";
-    return `<div class="prompt">${prompt}</div>${free.map((m) => button(m)).join("")}`;
+    return html`<div class="prompt">${prompt}</div>${free.map((m) => button(m))}`;
   }
 
   function handHtml(me) {
-    const playable = new Set(view.legal.flatMap((m) => m.cards));
+    const playable = new Set(view.legal.flatMap((m) => list(m.cards)));
     const seen = {};
-    return (me.hand || []).map((k) => {
+    return list(me.hand).map((k) => {
       seen[k] = (seen[k] || 0) + 1;
       const cls = [k === selected ? "selected" : "", view.your_turn && playable.has(k) ? "playable" : ""].join(" ");
-      return window.Cards.cardSvg(k, { index: seen[k] - 1, extra: cls, attrs: 'tabindex="0"' });
-    }).join("");
+      return window.Cards.cardSvg(k, { index: seen[k] - 1, extra: cls, tabindex: true });
+    });
   }
 
   function banner() {
     const b = $("banner");
     if (view.game_over) {
-      b.innerHTML = `<b>${esc(view.result || "Game over.")}</b> ${lastHandHtml()} <button type="button" id="banner-new">New game</button>`;
+      setHtml(b, html`<b>${text(view.result) || "Game over."}</b> ${lastHandHtml()} <button type="button" id="banner-new">New game</button>`);
       b.hidden = false;
     } else if (view.last_hand && view.hands_done !== seenHands) {
-      b.innerHTML = `${lastHandHtml()} <button type="button" id="banner-ok">Continue</button>`;
+      setHtml(b, html`${lastHandHtml()} <button type="button" id="banner-ok">Continue</button>`);
       b.hidden = false;
     } else {
       b.hidden = true;
@@ -137,40 +157,56 @@
   function lastHandHtml() {
     const h = view.last_hand;
     if (!h) return "";
-    const link = `/replay#file=${encodeURIComponent(h.record_file)}&hand=${h.record_index}`;
-    return `Hand ${h.hand} over: ${esc(h.text)}. Hand scores ${esc(JSON.stringify(h.hand_scores))}, `
-      + `game scores ${esc(JSON.stringify(h.scores))}. <a id="replay-hand" href="${link}">Replay this hand</a>`;
+    const link = `/replay#file=${encodeURIComponent(text(h.record_file))}&hand=${int(h.record_index)}`;
+    const scores = `Hand scores ${JSON.stringify(h.hand_scores)}, game scores ${JSON.stringify(h.scores)}.`;
+    return html`Hand ${int(h.hand)} over: ${text(h.text)}. ${scores} <a id="replay-hand" href="${link}">Replay this hand</a>`;
+  }
+
+  // Draw one part of the page; a part that cannot be drawn says so, the others are still drawn.
+  function panel(id, build) {
+    try {
+      setHtml($(id), build());
+    } catch (err) {
+      console.warn(`#${id} not drawn`, err);
+      setHtml($(id), html`<span class="note">(this part of the table cannot be shown)</span>`);
+    }
+  }
+
+  function statusText(v) {
+    if (v.game_over) return text(v.result) || "Game over";
+    if (v.your_turn) return `Your turn (${text(v.phase)})`;
+    const mover = v.players[v.to_move];
+    return `P${int(v.to_move)} ${text(mover && mover.label)} to move`;
   }
 
   function render() {
     const v = view;
-    const me = v.players[v.seat];
-    $("game-info").textContent = `${v.rules} \u00b7 hand ${v.hand_number} \u00b7 dealer P${v.dealer} \u00b7 game ${v.id}`;
-    $("seats").innerHTML = R.seatsHtml(v, v.seat);
+    const me = v.players[v.seat] || {};
+    $("game-info").textContent = `${text(v.rules)} \u00b7 hand ${int(v.hand_number)} \u00b7 dealer P${int(v.dealer)} \u00b7 game ${text(v.id)}`;
     const canDraw = v.legal.some((m) => m.name === "DRAW_STOCK");
-    const canTake = v.legal.some((m) => m.name.startsWith("TAKE_PILE"));
-    $("centre").innerHTML = R.centreHtml(v, { canDraw, canTake });
-    $("melds").innerHTML = R.meldsHtml(v, v.seat);
-    $("scores").innerHTML = R.scoresHtml(v, v.seat);
-    $("log").innerHTML = v.log.slice().reverse().map(R.logLine).join("");
-    const mover = v.players[v.to_move];
-    $("status").textContent = v.game_over ? (v.result || "Game over")
-      : v.your_turn ? `Your turn (${v.phase})` : `P${v.to_move} ${mover.label} to move`;
-    $("progress").textContent = v.minimum_progress
-      ? `melded toward your minimum: ${v.minimum_progress.melded} of ${v.minimum_progress.needed}` : "";
-    const red3 = me.red_threes ? ` \u00b7 red threes ${me.red_threes}` : "";
-    $("hand").innerHTML = handHtml(me) || '<span class="note">no cards</span>';
-    $("hand").dataset.count = String(me.cards);
-    $("you").querySelector(".you-head").dataset.red3 = red3;
+    const canTake = v.legal.some((m) => text(m.name).startsWith("TAKE_PILE"));
+    panel("seats", () => R.seatsHtml(v, v.seat));
+    panel("centre", () => R.centreHtml(v, { canDraw, canTake }));
+    panel("melds", () => R.meldsHtml(v, v.seat));
+    panel("scores", () => R.scoresHtml(v, v.seat));
+    panel("log", () => html`${v.log.slice().reverse().map(R.logLine)}`);
+    $("status").textContent = statusText(v);
+    const progress = v.minimum_progress;
+    $("progress").textContent = progress
+      ? `melded toward your minimum: ${int(progress.melded)} of ${int(progress.needed)}` : "";
+    panel("hand", () => (list(me.hand).length ? html`${handHtml(me)}` : html`<span class="note">no cards</span>`));
+    $("hand").dataset.count = String(int(me.cards));
+    $("you").querySelector(".you-head").dataset.red3 = me.red_threes ? ` \u00b7 red threes ${int(me.red_threes)}` : "";
     const hint = $("hint");
     hint.hidden = !(v.hint && $("show-hint").checked);
-    hint.innerHTML = v.hint ? `Agent hint:${R.topHtml(v.hint)}` : "";
-    $("actions").innerHTML = actionsHtml();
-    $("legal-list").innerHTML = v.legal.map((m, i) => button(m, i === 0 ? "first" : "")).join("") || '<span class="note">not your turn</span>';
+    panel("hint", () => (v.hint ? html`Agent hint:${R.topHtml(v.hint)}` : ""));
+    panel("actions", actionsHtml);
+    panel("legal-list", () => (v.legal.length ? html`${v.legal.map((m, i) => button(m, i === 0 ? "first" : ""))}`
+      : html`<span class="note">not your turn</span>`));
     banner();
-    document.body.dataset.version = String(v.version);
+    document.body.dataset.version = String(int(v.version));
     document.body.dataset.over = v.game_over ? "1" : "0";
-    document.body.dataset.handsDone = String(v.hands_done);
+    document.body.dataset.handsDone = String(int(v.hands_done));
     window.__table = v; // for tests and the curious: the view the page shows
   }
 
