@@ -7,6 +7,20 @@ rank decides its slot. Cards the description does not place go to the stock **be
 cards drawn are aces, then kings, ...), or with ``rest="pile"`` under the described pile. A
 description that needs more cards of a kind than the deck holds is refused.
 
+**Melds are keyed by side** in every preset: ``melds={side: [...]}`` and ``closed={side: [...]}``
+with ``side`` the index the game scores (``seat % num_sides``: partners sit opposite, C0, C4).
+Where each player owns their melds (``meld_ownership: player``, G2, ``regal_4p``) a meld names its
+owner with a seat prefix, ``melds={0: ["P2: K K K"]}`` (seat 2 of side 0); without one it is the
+side's first seat's (seat ``side``). Where sides own melds a prefix is refused.
+
+**Only reachable tables are built.** After building, the state goes through the engine's own
+checks (``engine.legality.find_illegal``: integrity, then every rule a reached state obeys: meld
+composition and sizes, closed canastas, red and black threes, kitties and feet, hands, opened
+sides, the pile's freeze, a legal move for the mover). A table that fails them raises
+``ScenarioError`` with one line naming the piece and the rule, e.g.
+``melds[0][1] '5 5 2 2 JK': more wild cards (3) than natural cards (2) (C13)``.
+``describe(state, row)`` is the inverse: the arguments that rebuild a row.
+
 Example::
 
     state = scenario("classic_2p", hands=["5 5 5 K K 7", "Q Q 9"], melds={1: ["9 9 9 JK"]},
@@ -22,16 +36,21 @@ import numpy as np
 from canasta_env.engine import State
 from canasta_env.engine.cards import (
     BLACK_THREE,
+    BLACK_THREE_SLOT,
+    FOUR,
     JOKER,
-    KIND_BY_NAME,
+    KIND_NAMES,
     NUM_KINDS,
     RED_THREE,
-    SEVEN,
+    SEVEN_SLOT,
     TWO,
+    WILD_SLOT,
 )
-from canasta_env.engine.core import _new_state
+from canasta_env.engine.core import _corruption, _new_state
 from canasta_env.engine.deal import start_turn
+from canasta_env.engine.integrity import REPORT_SIZE
 from canasta_env.engine.layout import (
+    F_CUR,
     F_DEALER,
     F_GAME_RESULT,
     F_PHASE,
@@ -46,12 +65,15 @@ from canasta_env.engine.layout import (
     K_NATURAL,
     K_SEVENS,
     K_WILD,
+    KIND_BONUS_NAMES,
     O_CREDIT,
     O_DECKCOUNT,
     O_NEW,
     O_PILE,
     O_STOCK,
     P_CAP,
+    P_NOWNERS,
+    P_NSIDES,
     PHASE_NAMES,
     RES_DOWN,
     RES_IN_HAND,
@@ -61,56 +83,73 @@ from canasta_env.engine.layout import (
     TF_TOOK,
     deck_counts,
 )
+from canasta_env.engine.legality import (
+    BAD_B3_TURN,
+    BAD_CANASTA_KINDS,
+    BAD_CLOSED_NO_CAP,
+    BAD_CLOSED_WILDS,
+    BAD_FINAL_MELD,
+    BAD_HAND_EMPTY,
+    BAD_MELDED,
+    BAD_NOT_OPENED,
+    BAD_OPENED,
+    BAD_OWNER_MELDED,
+    BAD_PILE_FREEZE,
+    BAD_RED3_HAND,
+    BAD_RESERVE,
+    BAD_RESERVE_SHOWN,
+    REASONS,
+    find_illegal,
+)
 from canasta_env.engine.turn import mark_sevens_only
 from canasta_env.rules import RuleSet, load_rules
+from canasta_env.scenario_text import ScenarioError, card_list, cards_text, describe, parse_cards
 
-_ALIASES = {"10": "T", "JOKER": "JK", "JKR": "JK", "RED3": "R3", "BLACK3": "B3"}
-
-
-class ScenarioError(ValueError):
-    """The description is malformed or breaks card conservation."""
-
-
-def parse_cards(text: str | Sequence[str], where: str = "cards") -> np.ndarray:
-    """Counts per kind of a card string such as ``"JK 2 5 5 K"``."""
-    tokens = text.split() if isinstance(text, str) else list(text)
-    counts = np.zeros(NUM_KINDS, dtype=np.int32)
-    for tok in tokens:
-        key = _ALIASES.get(tok.upper(), tok.upper())
-        if key not in KIND_BY_NAME:
-            raise ScenarioError(f"{where}: unknown card {tok!r} (use JK 2 R3 B3 4-9 T J Q K A)")
-        counts[KIND_BY_NAME[key]] += 1
-    return counts
-
-
-def card_list(text: str | Sequence[str], where: str = "cards") -> list[int]:
-    """Kinds of a card string in the order written."""
-    tokens = text.split() if isinstance(text, str) else list(text)
-    return [int(np.flatnonzero(parse_cards([t], where))[0]) for t in tokens]
-
+__all__ = ["ScenarioError", "card_list", "cards_text", "describe", "parse_cards", "scenario"]
 
 def _meld_slot(counts: np.ndarray, where: str) -> tuple[int, int, int, int]:
     """(slot, naturals, jokers, twos) of a meld's cards; only wilds: the wild-only slot (R2)."""
     naturals = [k for k in range(NUM_KINDS) if counts[k] and k not in (JOKER, TWO)]
     if not naturals and counts[JOKER] + counts[TWO] >= 3:
-        return 11, 0, int(counts[JOKER]), int(counts[TWO])
+        return WILD_SLOT, 0, int(counts[JOKER]), int(counts[TWO])
     if len(naturals) != 1 or naturals[0] == RED_THREE:
-        raise ScenarioError(f"{where}: a meld needs naturals of exactly one rank (not red threes)")
+        raise ScenarioError(f"{where}: a meld needs natural cards of exactly one rank, not red threes (C13)")
     kind = naturals[0]
-    slot = 12 if kind == BLACK_THREE else kind - 4
+    slot = BLACK_THREE_SLOT if kind == BLACK_THREE else kind - FOUR
     return slot, int(counts[kind]), int(counts[JOKER]), int(counts[TWO])
 
 
-def _owner_melds(described: Mapping[int, Sequence[str]] | None, owners: int, what: str
-                 ) -> list[tuple[int, str, np.ndarray, tuple[int, int, int, int]]]:
-    """(owner, text, counts, (slot, naturals, jokers, twos)) of every meld described per owner."""
+def _owner_of(text: str, side: int, prm: np.ndarray, where: str) -> tuple[int, str]:
+    """(meld owner, cards) of a meld of ``side``: the seat a ``P<seat>:`` prefix names under G2,
+    else the side (whose first seat owns it under G2)."""
+    head, sep, cards = text.partition(":")
+    if not sep:
+        return side, text
+    sides, owners = int(prm[P_NSIDES]), int(prm[P_NOWNERS])
+    seat = head.strip().upper().removeprefix("P")
+    if owners == sides:
+        raise ScenarioError(f"{where}: sides own melds in these rules (C14); drop {head.strip()!r}")
+    if not seat.isdigit() or not 0 <= int(seat) < owners or int(seat) % sides != side:
+        raise ScenarioError(f"{where}: {head.strip()!r} is not a seat of side {side} (seats "
+                            f"{list(range(side, owners, sides))}, G2)")
+    return int(seat), cards
+
+
+def _side_melds(described: Mapping[int, Sequence[str]] | None, prm: np.ndarray, what: str
+                ) -> list[tuple[int, str, np.ndarray, tuple[int, int, int, int]]]:
+    """(owner, where, counts, (slot, naturals, jokers, twos)) of every meld described per side;
+    ``where`` names it as ``melds[side][index] 'text'``."""
     out = []
-    for owner, texts in (described or {}).items():
-        if not 0 <= owner < owners:
-            raise ScenarioError(f"{what}: owner {owner} out of range for {owners} meld owners")
-        for text in texts:
-            counts = parse_cards(text, f"{what}[{owner}]")
-            out.append((owner, text, counts, _meld_slot(counts, f"{what}[{owner}] {text!r}")))
+    sides = int(prm[P_NSIDES])
+    for side, texts in (described or {}).items():
+        if not 0 <= side < sides:
+            raise ScenarioError(f"{what}: side {side} out of range for {sides} sides (melds are keyed "
+                                "by side)")
+        for index, text in enumerate(texts):
+            where = f"{what}[{side}][{index}] {text!r}"
+            owner, cards = _owner_of(text, side, prm, where)
+            counts = parse_cards(cards, where)
+            out.append((owner, where, counts, _meld_slot(counts, where)))
     return out
 
 
@@ -141,12 +180,16 @@ def scenario(
 ) -> State:
     """A batch-of-one state as described (see the module docstring).
 
+    Raises ``ScenarioError`` for a malformed description or a table no game reaches (see the
+    module docstring).
+
     Args:
         hands: cards per seat (a list for every seat or a mapping seat -> cards).
-        melds: per meld owner (the side; the seat when players own their melds, G2), a list of
-            melds, each the string of its cards.
+        melds: per side (``seat % num_sides``), a list of melds, each the string of its cards;
+            under G2 a ``"P<seat>: "`` prefix names the owning seat (default: seat ``side``).
         pile: the discard pile, bottom first (the last card is the top).
-        pile_frozen: frozen for everyone (a wild inside); default: whether the pile holds a wild.
+        pile_frozen: frozen for everyone; default: whether the pile holds a wild or a red three (which
+            only a frozen pile holds, C5, C20).
         stock_top: cards on top of the stock, the first one written drawn first.
         rest: where undescribed cards go: ``"stock"`` (below ``stock_top``) or ``"pile"`` (under
             the described pile, in kind order), e.g. to describe an exhausted stock (C31).
@@ -159,9 +202,11 @@ def scenario(
         phase: ``"draw"`` (turn start) or ``"meld"`` (after the draw, or after a take with
             ``took_pile``) or ``"final_meld"``.
         turn_value: value melded toward the minimum earlier this turn.
-        credit: with ``took_pile``, the hand cards held before the take (count toward C17).
+        credit: the hand cards whose melding still counts toward the minimum (C17): with
+            ``took_pile`` those held before the take; after a foot joined (P3) the hand before it.
+            Default: every card held (no pile taken), or none with ``took_pile``.
         new_slots: slots started this turn by the mover.
-        closed: per meld owner, closed canastas under a meld cap (R2), each the string of its
+        closed: per side like ``melds``, closed canastas under a meld cap (R2), each the string of its
             seven cards (``"7 7 7 7 7 7 7"``, ``"JK JK 2 2 2 2 2"``).
         reserves: face-down kitty or foot per seat (R1, P1); seats not named hold theirs already.
         reserve_shown: seats whose kitty was shown this turn and joins after the discard (R4).
@@ -169,15 +214,17 @@ def scenario(
     rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
     state = _new_state(rules, 1, episode)
     used = np.zeros(NUM_KINDS, dtype=np.int64)
+    pieces: dict[tuple[str, int, int], str] = {}
     _place_hands(state, hands, used)
-    _place_melds(state, melds, used)
-    _place_closed(state, closed, used)
+    _place_melds(state, melds, used, pieces)
+    _place_closed(state, closed, used, pieces)
     _place_reserves(state, reserves, reserve_shown, red_threes, used)
     _lay_stock_and_pile(state, used, pile=pile, stock_top=stock_top, rest=rest, pile_frozen=pile_frozen)
     _set_progress(state, scores=scores, opened=opened, has_melded=has_melded)
     _set_turn(state, turn=turn, dealer=dealer, phase=phase, took_pile=took_pile, turn_value=turn_value,
               credit=credit, new_slots=new_slots)
     state.refresh_mask()
+    _refuse_unreachable(state, pieces)
     return state
 
 
@@ -194,27 +241,32 @@ def _place_hands(state: State, hands: Sequence[str] | Mapping[int, str], used: n
         used += counts
 
 
-def _place_melds(state: State, melds: Mapping[int, Sequence[str]] | None, used: np.ndarray) -> None:
-    for side, text, counts, (slot, nat, jok, two) in _owner_melds(melds, state.num_owners, "melds"):
-        if state.meld_naturals[0, side, slot]:
-            raise ScenarioError(f"melds[{side}]: two melds in slot of {text!r} (C14)")
-        state.meld_naturals[0, side, slot] = nat
-        state.meld_jokers[0, side, slot] = jok
-        state.meld_twos[0, side, slot] = two
+def _place_melds(state: State, melds: Mapping[int, Sequence[str]] | None, used: np.ndarray,
+                 pieces: dict[tuple[str, int, int], str]) -> None:
+    for owner, where, counts, (slot, nat, jok, two) in _side_melds(melds, state.params, "melds"):
+        if state.meld_naturals[0, owner, slot] + state.meld_jokers[0, owner, slot] \
+                + state.meld_twos[0, owner, slot]:
+            raise ScenarioError(f"{where}: a second open meld of its rank for one owner (C14, R2)")
+        state.meld_naturals[0, owner, slot] = nat
+        state.meld_jokers[0, owner, slot] = jok
+        state.meld_twos[0, owner, slot] = two
+        pieces["melds", owner, slot] = where
         used += counts
 
 
-def _place_closed(state: State, closed: Mapping[int, Sequence[str]] | None, used: np.ndarray) -> None:
-    for owner, text, counts, (slot, nat, jok, two) in _owner_melds(closed, state.num_owners, "closed"):
-        if not state.params[P_CAP] or nat + jok + two != 7 or slot == 12:
-            raise ScenarioError(f"closed[{owner}] {text!r}: a closed canasta is seven cards of "
-                                "a rank or of wilds, under a meld cap (R2)")
-        kind = K_WILD if slot == 11 else K_SEVENS if slot + 4 == SEVEN else (
+def _place_closed(state: State, closed: Mapping[int, Sequence[str]] | None, used: np.ndarray,
+                  pieces: dict[tuple[str, int, int], str]) -> None:
+    for owner, where, counts, (slot, nat, jok, two) in _side_melds(closed, state.params, "closed"):
+        if not state.params[P_CAP] or nat + jok + two != 7 or slot == BLACK_THREE_SLOT:
+            raise ScenarioError(f"{where}: a closed canasta is seven cards of a rank or of wilds, "
+                                "under a meld cap (R2)")
+        kind = K_WILD if slot == WILD_SLOT else K_SEVENS if slot == SEVEN_SLOT else (
             K_NATURAL if jok + two == 0 else K_MIXED)
         state.closed_slots[0, owner, slot] += 1
         state.closed_jokers[0, owner, slot] += jok
         state.closed_twos[0, owner, slot] += two
         state.closed_canastas[0, owner, kind] += 1
+        pieces.setdefault(("closed", owner, slot), where)
         used += counts
 
 
@@ -246,8 +298,6 @@ def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top:
         used[c] += 1
     over = [k for k in range(NUM_KINDS) if used[k] > deck[k]]
     if over:
-        from canasta_env.engine.cards import KIND_NAMES
-
         detail = ", ".join(f"{KIND_NAMES[k]}: {used[k]} > {deck[k]}" for k in over)
         raise ScenarioError(f"description uses more cards than the deck holds ({detail})")
     if rest not in ("stock", "pile"):
@@ -260,7 +310,7 @@ def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top:
     row[F_STOCK_LEN] = len(stock)
     row[prm[O_PILE]: prm[O_PILE] + len(pile_cards)] = pile_cards
     row[F_PILE_LEN] = len(pile_cards)
-    wild_inside = any(c in (JOKER, TWO) for c in pile_cards)
+    wild_inside = any(c in (JOKER, TWO, RED_THREE) for c in pile_cards)  # a red three: the upcard (C5)
     row[F_PILE_FROZEN] = int(wild_inside if pile_frozen is None else pile_frozen)
     row[prm[O_DECKCOUNT]: prm[O_DECKCOUNT] + NUM_KINDS] = deck
 
@@ -295,10 +345,42 @@ def _set_turn(state: State, *, turn: int, dealer: int | None, phase: str, took_p
     if phase != "draw":
         row[F_TURN_FLAGS] |= TF_TOOK if took_pile else TF_DREW
     row[F_TURN_VALUE] = turn_value
-    if took_pile:
+    if took_pile or credit is not None:
         held = parse_cards(credit or "", "credit")
         row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS] = held
     for slot in new_slots:
         row[prm[O_NEW] + slot] = 1
     if phase != "draw":
         mark_sevens_only(row, prm)
+
+
+def _refuse_unreachable(state: State, pieces: dict[tuple[str, int, int], str]) -> None:
+    """Raise ``ScenarioError`` naming the piece when the built row fails the engine's checks."""
+    report = np.zeros(REPORT_SIZE, dtype=np.int64)
+    rows = np.zeros(1, dtype=np.int64)
+    if find_illegal(state.data, state.params, state.params, state.legal_action_mask, rows, report) < 0:
+        return
+    code, i, j, value, low, high = (int(x) for x in report)
+    if code not in REASONS:
+        raise ScenarioError("the table is not one the game reaches: "
+                            + _corruption(code, i, j, value, low, high))
+    reason = REASONS[code].format(i=i, j=KIND_BONUS_NAMES[j] if code == BAD_CANASTA_KINDS else j,
+                                  value=value, low=low, high=high)
+    raise ScenarioError(f"{_piece(state, code, i, j, pieces)}: {reason}")
+
+
+def _piece(state: State, code: int, i: int, j: int, pieces: dict[tuple[str, int, int], str]) -> str:
+    """The argument a rule code points at (``melds[0][1] '5 5 2 2 JK'``, ``hands[1]``, ...)."""
+    side = i % state.num_sides
+    if code in (BAD_CLOSED_NO_CAP, BAD_CLOSED_WILDS):
+        return pieces.get(("closed", i, j), f"closed[{side}]")
+    if code == BAD_CANASTA_KINDS:
+        return f"closed[{side}]"
+    if code <= BAD_B3_TURN:
+        return pieces.get(("melds", i, j), f"melds[{side}]")
+    phase = PHASE_NAMES[int(state.data[0, F_PHASE])]
+    return {BAD_RED3_HAND: f"hands[{i}]", BAD_HAND_EMPTY: f"hands[{i}]", BAD_RESERVE: f"reserves[{i}]",
+            BAD_RESERVE_SHOWN: f"reserve_shown [{i}]", BAD_OPENED: f"opened[{i}]",
+            BAD_NOT_OPENED: f"opened[{i}]", BAD_MELDED: f"has_melded [{i}]",
+            BAD_OWNER_MELDED: "has_melded", BAD_PILE_FREEZE: "pile_frozen", BAD_FINAL_MELD: "phase",
+            }.get(code, f"turn {state.data[0, F_CUR]} in phase {phase!r}")

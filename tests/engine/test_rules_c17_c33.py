@@ -823,6 +823,7 @@ def test_c31a_only_when_the_red_three_is_the_last_card_taken(stock_top: str, fin
 # The stock is empty (rest="pile"); the wilds sit in P1's and P3's hands so that the pile holds no
 # wild (C20). Two cases move one two into the pile to freeze it.
 WILDS = "JK JK 2 2 2 2"
+RED3_DOWN = {2: 2, 3: 2}  # an unfrozen pile holds no red three (C5, C20): they lie face up instead
 
 
 @pytest.mark.parametrize(
@@ -848,7 +849,7 @@ def test_c31b_empty_stock(case: str, mode: str, p0: str, p1: str, pile: str,
     stock the layoff take is no longer optional.)"""
     rules = load_rules("classic_4p", exhausted_stock_take=mode)
     st = scenario(rules, hands=four(p0, p1, "4 4", WILDS), melds={0: ["Q Q Q"], 1: ["K K K"]},
-                  pile=pile, rest="pile")
+                  pile=pile, rest="pile", red_threes=RED3_DOWN)
     assert int(st.stock_size[0]) == 0
     assert legal(st) == expected
 
@@ -861,7 +862,7 @@ def test_c31b_next_turn_starts_with_the_empty_stock(side1: list[str], expected: 
     """C7/C31b: P0 draws the last stock card (an ace) and plays on; P1's turn starts with an empty
     stock, so END_HAND replaces the draw unless the layoff take is compulsory."""
     st = scenario("classic_4p", hands=four("5 6 7", WILDS, "4 4", WILDS),
-                  melds={0: ["Q Q Q"], 1: side1}, pile="9", stock_top="A", rest="pile")
+                  melds={0: ["Q Q Q"], 1: side1}, pile="9", stock_top="A", rest="pile", red_threes=RED3_DOWN)
     assert legal(st) == {"DRAW_STOCK"}  # P0 holds no 9s to take the (unfrozen) pile
     play(st, "DRAW_STOCK")
     assert int(st.stock_size[0]) == 0 and int(st.phase[0]) == PH_MELD
@@ -875,7 +876,7 @@ def test_c31b_end_hand_scores_without_going_out_bonus() -> None:
     """C31b/C31c: END_HAND ends the hand at once (no meld, no discard) and nobody gets a
     going-out bonus; the parts are melds and hands only."""
     st = scenario("classic_4p", hands=four("J J 5 6", WILDS, "4 4", WILDS),
-                  melds={0: ["Q Q Q"], 1: ["K K K"]}, pile="J", rest="pile")
+                  melds={0: ["Q Q Q"], 1: ["K K K"]}, pile="J", rest="pile", pile_frozen=True)
     events = play(st, "END_HAND")
     assert events & EV_STOCK_OUT_END and events & EV_HAND_END
     assert bool(st.terminated[0]) and int(st.hand_end[0]) == HE_STOCK_OUT
@@ -886,15 +887,19 @@ def test_c31b_end_hand_scores_without_going_out_bonus() -> None:
 
 
 def test_c31b_forced_take_lays_down_pile_red_threes() -> None:
-    """C31b/C24: the forced layoff takes the whole pile; its four red threes are laid down."""
-    st = scenario("classic_4p", hands=four("5 6 7 8", WILDS, "4 4", WILDS),
-                  melds={0: ["Q Q Q"], 1: ["K K K"]}, pile="Q", rest="pile")
+    """C31b/C24: the forced take takes the whole pile; its four red threes are laid down. Red threes
+    lie in the pile only under a red-three upcard, which freezes it (C5, C20), so the forced take
+    is the pair take of forced_if_legal (a layoff take of that pile is unreachable)."""
+    rules = load_rules("classic_4p", exhausted_stock_take="forced_if_legal")
+    st = scenario(rules, hands=four("Q Q 7 8", WILDS, "4 4", WILDS),
+                  melds={0: ["Q Q Q"], 1: ["K K K"]}, pile="Q", rest="pile", pile_frozen=True)
     pile_len = int(st.pile_size[0])
-    events = play(st, "TAKE_PILE_LAYOFF")
+    assert legal(st) == {"TAKE_PILE_PAIR"}
+    events = play(st, "TAKE_PILE_PAIR")
     assert events & EV_PILE_TAKE
     assert int(st.red_threes[0, 0]) == 4
-    assert int(st.hands[0, 0].sum()) == 4 + pile_len - 1 - 4
-    assert meld(st, 0, "Q") == (4, 0, 0)
+    assert int(st.hands[0, 0].sum()) == 4 - 2 + pile_len - 1 - 4
+    assert meld(st, 0, "Q") == (6, 0, 0)
 
 
 # ---- C32: the hand score is the sum of its parts ------------------------------------------------

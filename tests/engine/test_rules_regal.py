@@ -4,8 +4,9 @@ As for the classic rules: each test builds a position with ``canasta_env.scenari
 complete legal set derived by hand from docs/rules.md, plays it and checks the state or the score; each
 rule has a negative twin that differs minimally (who owns a meld, one score, one option).
 
-Seats in regal_4p: P0 and P2 are side 0, P1 and P3 side 1. Each player owns their melds (G2): the
-``melds`` argument is keyed by seat there. Undescribed cards lie in the stock with aces on top.
+Seats in regal_4p: P0 and P2 are side 0, P1 and P3 side 1. Each player owns their melds (G2):
+``melds`` is keyed by side as everywhere, each meld naming its seat (``own`` writes them).
+Undescribed cards lie in the stock with aces on top.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from canasta_env.scenario import scenario
 from tests.engine.test_rules_c17_c33 import K7, cards, discards, four, hand, legal, meld, parts, play
 
 # ---- G1: draw 1 at every table size; one canasta of the player's own to go out ----------------------
+
+
+def own(by_seat: dict[int, list[str]]) -> dict[int, list[str]]:
+    """regal_4p melds given per owning seat, as scenario takes them: by side, "P<seat>: " first (G2)."""
+    out: dict[int, list[str]] = {}
+    for seat, texts in by_seat.items():
+        out.setdefault(seat % 2, []).extend(f"P{seat}: {t}" for t in texts)
+    return out
 
 
 @pytest.mark.parametrize(("overrides", "drawn"), [({}, 1), ({"draw_count": 2}, 2)])
@@ -44,7 +53,7 @@ def test_g1_going_out_needs_the_players_own_canasta(owner: int, expected: set[st
     """G1/G2: P0 holds 5 5 5 7 after drawing; a natural canasta of kings lies on the table. Going out
     (meld 5 5 5, discard 7) needs a canasta of P0's own: the partner's does not count. (Regal 4p
     lets a player who can go out ask the partner first, C29.)"""
-    st = scenario("regal_4p", hands=four("5 5 5 7"), melds={owner: [K7]}, phase="meld")
+    st = scenario("regal_4p", hands=four("5 5 5 7"), melds=own({owner: [K7]}), phase="meld")
     assert legal(st) == expected
     if owner == 0:
         assert play(st, "MELD_NNN_5", "DISCARD_7") & EV_WENT_OUT
@@ -68,7 +77,7 @@ def test_g1_one_canasta_suffices_at_two_players(preset: str, canastas: int, can_
     (0, {"ADD_NATURAL_K"} | discards("K", "7", "8", "9")),  # twin: P0's own meld
 ])
 def test_g2_no_adding_to_a_partners_meld(owner: int, expected: set[str]) -> None:
-    st = scenario("regal_4p", hands=four("K 7 8 9"), melds={owner: ["K K K"]}, phase="meld")
+    st = scenario("regal_4p", hands=four("K 7 8 9"), melds=own({owner: ["K K K"]}), phase="meld")
     assert legal(st) == expected
 
 
@@ -76,7 +85,7 @@ def test_g2_no_adding_to_a_partners_meld(owner: int, expected: set[str]) -> None
 def test_g2_partners_may_each_have_a_meld_of_a_rank(owner: int) -> None:
     """G2: with the partner's K K K on the table P0 starts a K meld of their own; the twin (P0 owns
     the K meld) offers only additions: one meld per rank per player."""
-    st = scenario("regal_4p", hands=four("K K K 7 8"), melds={owner: ["K K K"]}, phase="meld")
+    st = scenario("regal_4p", hands=four("K K K 7 8"), melds=own({owner: ["K K K"]}), phase="meld")
     if owner == 2:
         assert legal(st) == {"MELD_NNN_K"} | discards("K", "7", "8")
         play(st, "MELD_NNN_K", "DISCARD_7")
@@ -89,7 +98,7 @@ def test_g2_partners_may_each_have_a_meld_of_a_rank(owner: int) -> None:
 def test_g2_layoff_take_needs_the_players_own_meld(owner: int) -> None:
     """G2: pile 5 K (not frozen, side opened), P0 holds one K: the top king can only be laid off on
     a K meld of P0's own."""
-    st = scenario("regal_4p", hands=four("K 7 8 9"), melds={owner: ["K K K"]}, pile="5 K")
+    st = scenario("regal_4p", hands=four("K 7 8 9"), melds=own({owner: ["K K K"]}), pile="5 K")
     if owner == 2:
         assert legal(st) == {"DRAW_STOCK"}
     else:
@@ -103,7 +112,7 @@ def test_g2_layoff_take_needs_the_players_own_meld(owner: int) -> None:
 def test_g2_minimum_is_per_team(owner: int, meld_ok: bool) -> None:
     """G2/C18: once the partner opened (P2's K K K), P0 melds 5 5 5 (15 < 50) freely; when only an
     opponent has opened (the twin), P0's side still needs its minimum."""
-    st = scenario("regal_4p", hands=four("5 5 5 7 8"), melds={owner: ["K K K"]}, phase="meld")
+    st = scenario("regal_4p", hands=four("5 5 5 7 8"), melds=own({owner: ["K K K"]}), phase="meld")
     assert legal(st) == discards("5", "7", "8") | ({"MELD_NNN_5"} if meld_ok else set())
 
 
@@ -111,7 +120,7 @@ def test_g2_minimum_is_per_team(owner: int, meld_ok: bool) -> None:
 def test_g2_scores_add_up_per_team(q_owner: int, side0_melds: int, side1_melds: int) -> None:
     """G2/C32: P0 (own canasta of kings) goes out; the team's score adds both partners' melds. In the
     twin the Q Q Q belongs to P1 and scores for side 1."""
-    st = scenario("regal_4p", hands=four("5 5 5 7"), melds={0: [K7], q_owner: ["Q Q Q"]}, phase="meld")
+    st = scenario("regal_4p", hands=four("5 5 5 7"), melds=own({0: [K7], q_owner: ["Q Q Q"]}), phase="meld")
     play(st, "MELD_NNN_5", "DISCARD_7")
     assert parts(st, 0) == {"melds": side0_melds, "canastas": 500, "red_threes": 0, "going_out": 100,
                             "hand": -10}  # P2 still holds 6 6
