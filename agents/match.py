@@ -23,6 +23,7 @@ from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, raise_ille
 from canasta_env.engine.cards import WILD_SLOT
 from canasta_env.engine.core import _observe_unchecked, _step_unchecked, check_actions
 from canasta_env.engine.layout import EV_PILE_TAKE
+from canasta_env.luck import LuckTracker, corrections, luck_weights
 from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -43,14 +44,16 @@ class GameOutcomes:
     opened: npt.NDArray[np.bool_]
     truncated: npt.NDArray[np.bool_]  # (G,) stopped by the step cap
     records: list[Any]  # canasta_env.records.HandRecord of every game, when asked for
+    luck: npt.NDArray[np.float64] | None = None  # (G, sides, features) of canasta_env.luck, when asked for
 
 
 def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLike,
                deals: Sequence[DealId] | Sequence[ExplicitDeal], streams: npt.ArrayLike,
                seed: int = 0, record_seats: Sequence[Sequence[str]] | None = None,
-               record_meta: dict[str, Any] | None = None) -> GameOutcomes:
+               record_meta: dict[str, Any] | None = None, *, luck: bool = False) -> GameOutcomes:
     """Play one hand per game; see the module docstring. With ``record_seats`` (a label per seat of
-    every game) each hand is also returned as a game record (``canasta_env.records``)."""
+    every game) each hand is also returned as a game record (``canasta_env.records``); with ``luck``
+    the luck features of every side are tracked (``canasta_env.luck``)."""
     rules = load_rules(rules)
     seat_agent = np.asarray(seats, dtype=np.int64)
     games, players = seat_agent.shape
@@ -69,6 +72,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         explicit = list(deals) if isinstance(deals[0], ExplicitDeal) else None
         recorder = BatchRecorder(state, record_seats, deals=explicit, meta=record_meta)
     records: list[Any] = []
+    tracker = LuckTracker(state) if luck else None
     pile_takes = np.zeros((games, sides), dtype=np.int64)
     decisions = np.zeros(games, dtype=np.int64)
     while True:
@@ -90,7 +94,11 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
             actions[sel] = agent.act(obs, mask[sel], randoms[int(i)].subset(rows))
         # the state is this loop's own (agents get copies of observations and masks), so only the
         # agents' actions need checking; the kernel flags out-of-range ones illegal
+        if tracker is not None:
+            tracker.before_step(state, live)
         result = _step_unchecked(state, check_actions(actions, live.size, "match"), live)
+        if tracker is not None:
+            tracker.after_step(state, live)
         if result.illegal.any():
             bad = int(np.flatnonzero(result.illegal)[0])
             raise_illegal(state, int(live[bad]), int(actions[bad]))
@@ -99,6 +107,13 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         decisions[live] += 1
         took = (result.events & EV_PILE_TAKE) != 0
         np.add.at(pile_takes, (live[took], movers[took] % sides), 1)
+    return _outcomes(state, decisions, pile_takes, records, None if tracker is None else tracker.features)
+
+
+def _outcomes(state: Any, decisions: npt.NDArray[np.int64], pile_takes: npt.NDArray[np.int64],
+              records: list[Any], luck: npt.NDArray[np.float64] | None) -> GameOutcomes:
+    """The outcomes of ``play_games`` from its finished state."""
+    games, sides = state.num_games, state.num_sides
     size = (state.meld_naturals + state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     wilds = (state.meld_jokers + state.meld_twos)[:, :, :WILD_SLOT + 1]
     canasta = size >= 7  # per meld owner; owner o is on side o % sides
@@ -123,6 +138,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         opened=state.opened.astype(bool).copy(),
         truncated=state.truncated.copy(),
         records=records,
+        luck=luck,
     )
 
 
@@ -133,6 +149,8 @@ class MatchResult:
     decisions: int
     went_out: npt.NDArray[np.bool_]  # (deals, seatings) A's side went out
     opened: npt.NDArray[np.bool_]  # (deals, seatings) A's side met its minimum (melded)
+    luck_margins: npt.NDArray[np.float64] | None = None  # (deals, seatings) luck corrections of the
+    luck_wins: npt.NDArray[np.float64] | None = None  # margin and the win indicator (canasta_env.luck)
 
     @property
     def deal_margins(self) -> npt.NDArray[np.float64]:
@@ -146,10 +164,26 @@ class MatchResult:
     def summary(self, resamples: int = 2000, seed: int = 0) -> dict[str, float]:
         m_lo, m_hi = bootstrap_ci(self.deal_margins, resamples, seed)
         w_lo, w_hi = bootstrap_ci(self.deal_wins, resamples, seed)
-        return {"deals": float(self.margins.shape[0]), "mean_margin": float(self.deal_margins.mean()),
-                "margin_lo": m_lo, "margin_hi": m_hi, "win_rate": float(self.deal_wins.mean()),
-                "win_lo": w_lo, "win_hi": w_hi, "truncated": float(self.truncated),
-                "went_out": float(self.went_out.mean()), "opened": float(self.opened.mean())}
+        out = {"deals": float(self.margins.shape[0]), "mean_margin": float(self.deal_margins.mean()),
+               "margin_lo": m_lo, "margin_hi": m_hi, "win_rate": float(self.deal_wins.mean()),
+               "win_lo": w_lo, "win_hi": w_hi, "truncated": float(self.truncated),
+               "went_out": float(self.went_out.mean()), "opened": float(self.opened.mean())}
+        if self.luck_margins is not None and self.luck_wins is not None:
+            luck_m, luck_w = self.luck_margins.mean(axis=1), self.luck_wins.mean(axis=1)
+            out.update(luck_summary("margin", self.deal_margins, luck_m, resamples, seed))
+            out.update(luck_summary("win", self.deal_wins, luck_w, resamples, seed))
+        return out
+
+
+def luck_summary(name: str, plain: npt.NDArray[np.float64], correction: npt.NDArray[np.float64],
+                 resamples: int, seed: int) -> dict[str, float]:
+    """The luck-corrected mean of ``plain`` per deal, its bootstrap interval and the variance ratio
+    (corrected over plain): ``{name}_luck``, ``{name}_luck_lo``, ``{name}_luck_hi``, ``{name}_var_ratio``."""
+    corrected = plain - correction
+    lo, hi = bootstrap_ci(corrected, resamples, seed)
+    ratio = float(corrected.var() / plain.var()) if plain.var() > 0 else float("nan")
+    return {f"{name}_luck": float(corrected.mean()), f"{name}_luck_lo": lo, f"{name}_luck_hi": hi,
+            f"{name}_var_ratio": ratio}
 
 
 def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
@@ -165,11 +199,14 @@ def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
 
 def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
                deals: int | Sequence[ExplicitDeal], seed: int = 0, rng_seed: int = 0,
-               record_to: str | Path | None = None, labels: tuple[str, str] = ("A", "B")) -> MatchResult:
+               record_to: str | Path | None = None, labels: tuple[str, str] = ("A", "B"), *,
+               luck: bool = False) -> MatchResult:
     """Play each deal once per seating of A; see the module docstring. ``deals`` is a count (deal i
     is ``DealId(seed, i, 0)``) or a list of explicit deals (e.g. from a fixed deal set). With
-    ``record_to`` every hand is appended to that JSON-lines file of game records, seats labelled."""
+    ``record_to`` every hand is appended to that JSON-lines file of game records, seats labelled;
+    with ``luck`` the luck corrections of every hand are kept (``canasta_env.luck``)."""
     rules = load_rules(rules)
+    weights = luck_weights(rules) if luck else None
     sides, players = rules.num_sides, rules.num_players
     dealt = [DealId(seed, i, 0) for i in range(deals)] if isinstance(deals, int) else list(deals)
     n = len(dealt)
@@ -178,7 +215,7 @@ def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
     seats = np.where(seat_side[None, :] == a_side[:, None], 0, 1)
     record_seats = [[labels[a] for a in row] for row in seats] if record_to is not None else None
     out = play_games(rules, [agent_a, agent_b], seats, dealt * sides,
-                     np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats)
+                     np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats, luck=luck)
     if record_to is not None:
         from canasta_env.records import write_records
 
@@ -190,8 +227,11 @@ def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
     went_out = (out.went_out >= 0) & (out.went_out % sides == a_side)
     opened = out.opened[games, a_side]
     shape = (sides, n)
+    luck_m = luck_w = None
+    if weights is not None and out.luck is not None:
+        luck_m, luck_w = (c.reshape(shape).T.copy() for c in corrections(out.luck, a_side, weights))
     return MatchResult(margins.reshape(shape).T.copy(), int(out.truncated.sum()), int(out.decisions.sum()),
-                       went_out.reshape(shape).T.copy(), opened.reshape(shape).T.copy())
+                       went_out.reshape(shape).T.copy(), opened.reshape(shape).T.copy(), luck_m, luck_w)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -206,11 +246,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("b")
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--luck-correction", action="store_true",
+                        help="also report the luck-corrected margin and win rate (canasta_env.luck)")
     args = parser.parse_args(argv)
     try:
         rules = load_rules(args.preset)
+        if args.luck_correction:
+            luck_weights(rules)  # refuse rules without fitted weights before building agents
         result = play_match(rules, make_agent(args.a, rules), make_agent(args.b, rules), args.deals,
-                            args.seed)
+                            args.seed, luck=args.luck_correction)
     except (ValueError, OSError, ModuleNotFoundError) as exc:  # a user's mistake: one line, status 2
         from canasta_env.messages import missing_extra, one_line
 
@@ -223,6 +267,11 @@ def main(argv: list[str] | None = None) -> None:
           f"mean margin {s['mean_margin']:.1f} [{s['margin_lo']:.1f}, {s['margin_hi']:.1f}], "
           f"win rate {s['win_rate']:.3f} [{s['win_lo']:.3f}, {s['win_hi']:.3f}], "
           f"opened {s['opened']:.3f}, went out {s['went_out']:.3f}, truncated {int(s['truncated'])}")
+    if args.luck_correction:
+        print(f"luck-corrected: mean margin {s['margin_luck']:.1f} [{s['margin_luck_lo']:.1f}, "
+              f"{s['margin_luck_hi']:.1f}] (variance ratio {s['margin_var_ratio']:.3f}), win rate "
+              f"{s['win_luck']:.3f} [{s['win_luck_lo']:.3f}, {s['win_luck_hi']:.3f}] "
+              f"(variance ratio {s['win_var_ratio']:.3f})")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ def main() -> None:
     parser.add_argument("--rules", default="classic_2p")
     parser.add_argument("--agents", nargs="+", default=["greedy", "heuristic"])
     parser.add_argument("--ray-cpus", type=int, nargs="*", default=[], metavar="N")
+    parser.add_argument("--luck-correction", action="store_true", help="track the luck (canasta_env.luck)")
     args = parser.parse_args()
-    run(args.rules, args.agents, hands=64, duplicate=True)  # compile and warm up
+    luck = args.luck_correction
+    run(args.rules, args.agents, hands=64, duplicate=True, luck_correction=luck)  # compile and warm up
     play_time = 0.0
     real = match_module.play_games
 
@@ -38,10 +40,10 @@ def main() -> None:
 
     match_module.play_games = timed
     start = time.perf_counter()
-    result = run(args.rules, args.agents, hands=args.hands, duplicate=True)
+    result = run(args.rules, args.agents, hands=args.hands, duplicate=True, luck_correction=luck)
     total = time.perf_counter() - start
     hands = len(result.hands["deal"])
-    print(f"{args.rules} {' vs '.join(args.agents)} --duplicate, {hands} hands: "
+    print(f"{args.rules} {' vs '.join(args.agents)} --duplicate{' --luck-correction' * luck}, {hands} hands: "
           f"play {hands / play_time:,.0f} hands/s, whole run {hands / total:,.0f} hands/s ({total:.1f} s)")
     match_module.play_games = real
     for cpus in args.ray_cpus:

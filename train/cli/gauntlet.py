@@ -27,6 +27,8 @@ class GauntletOptions:
     deals: int = opt(1000, "duplicate deals per opponent (each played in every seating)")
     deal_set: str = opt("v1", "fixed deal set: v1, classic_2p-v1 or a .npz path (its first --deals deals)")
     json: str | None = opt(None, "also write the rows to this JSON file", metavar="FILE")
+    luck_correction: bool = opt(False, "also report the luck-corrected win rate and margin and their "
+                                "variance ratios (docs/tournaments.md#luck-corrected-results)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +44,8 @@ def command_line(o: GauntletOptions) -> str:
         parts += ["--opponents", *o.opponents]
     if o.also:
         parts += ["--also", *o.also]
+    if o.luck_correction:
+        parts.append("--luck-correction")
     return shlex.join(parts)
 
 
@@ -50,11 +54,14 @@ def run(ns: argparse.Namespace) -> int:
     from agents import make_agent
     from agents.rule_based.styles import style_agent_names
     from canasta_env.deal_sets import load_deal_set
+    from canasta_env.luck import luck_weights
     from canasta_env.rules import load_rules
     from train.evaluation.gauntlet import gauntlet_rows, weakest
 
     o = GauntletOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(GauntletOptions)})
     rules = load_rules(o.rules)
+    if o.luck_correction:
+        luck_weights(rules)  # rules without fitted weights: refused before any agent is built
     if o.json:
         check_output_file(o.json, "--json")
     names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
@@ -66,14 +73,15 @@ def run(ns: argparse.Namespace) -> int:
     deals = dset.first(o.deals, "--deals")
     print(f"{o.agent} on {rules.name}, {o.deals} deals of {dset.name} x {rules.num_sides} seatings "
           "(95% bootstrap intervals over deals; * held out of training)\n")
-    print("| opponent | win rate | mean margin | went out |")
-    print("|---|---|---|---|")
+    luck_head = " luck-corrected win rate | luck-corrected margin | variance ratio (margin, win) |"
+    print("| opponent | win rate | mean margin | went out |" + (luck_head if o.luck_correction else ""))
+    print("|---|---|---|---|" + ("---|---|---|" if o.luck_correction else ""))
     rows = []
-    for s in gauntlet_rows(rules, agent, opponents, deals):
+    for s in gauntlet_rows(rules, agent, opponents, deals, luck=o.luck_correction):
         rows.append(s)
         print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {s['win_rate']:.3f} [{s['win_lo']:.3f}, "
               f"{s['win_hi']:.3f}] | {s['mean_margin']:.0f} [{s['margin_lo']:.0f}, {s['margin_hi']:.0f}] | "
-              f"{s['went_out']:.3f} |", flush=True)
+              f"{s['went_out']:.3f} |" + (_luck_cells(s) if o.luck_correction else ""), flush=True)
     worst = weakest(rows)
     print(f"\nminimum win rate: {worst['win_rate']:.3f} [{worst['win_lo']:.3f}, {worst['win_hi']:.3f}] "
           f"against {worst['opponent']}")
@@ -84,3 +92,10 @@ def run(ns: argparse.Namespace) -> int:
                                             "deal_set": dset.name, "command": command, "rows": rows},
                                            indent=2) + "\n")
     return 0
+
+
+def _luck_cells(s: dict[str, float]) -> str:
+    """The luck-corrected cells of a gauntlet row."""
+    return (f" {s['win_luck']:.3f} [{s['win_luck_lo']:.3f}, {s['win_luck_hi']:.3f}] | {s['margin_luck']:.0f} "
+            f"[{s['margin_luck_lo']:.0f}, {s['margin_luck_hi']:.0f}] | {s['margin_var_ratio']:.2f}, "
+            f"{s['win_var_ratio']:.2f} |")

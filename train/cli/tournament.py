@@ -42,6 +42,8 @@ class TournamentOptions:
     ladder: str | None = opt(None, "OpenSkill ratings kept across tournaments in this JSON file (updated)",
                              metavar="FILE")
     no_plots: bool = opt(False, "skip the PNG plots")
+    luck_correction: bool = opt(False, "also report luck-corrected win rates and margins with their "
+                                "variance ratios (docs/tournaments.md#luck-corrected-results)")
     ray: str | None = opt(None, "play the matches as Ray tasks (the 'ray' extra): alone, on a Ray started "
                           "here; 'auto' or host:port joins a running cluster. Same results as without "
                           "(default: none, in this process)", const="local", metavar="ADDRESS")
@@ -117,8 +119,13 @@ def run(args: argparse.Namespace) -> int:
                             partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
                             resamples=o["resamples"], target_margin=o["target_margin"],
                             records=o["records"], ladder=o["ladder"], progress=True,
-                            plots=not o["no_plots"], on_ray=o["ray"])
+                            plots=not o["no_plots"], on_ray=o["ray"], luck_correction=o["luck_correction"])
     result.print_tables()
+    if o["luck_correction"]:
+        from train.evaluation.tournament_luck import luck_rows, luck_table
+
+        print("\nluck-corrected head to head (per deal; ratio: corrected over plain variance)")
+        print(luck_table(luck_rows(result.hands, result.labels, o["resamples"], o["seed"])))
     if o["out"]:
         print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
               f"outcomes.csv{'' if o['no_plots'] else ', ratings.png, head_to_head.png'})")

@@ -40,6 +40,7 @@ class TournamentConfig:
     resamples: int = 2000
     target_margin: float | None = None
     records: bool = False  # game records beside the hand log (a resume must keep writing them)
+    luck_correction: bool = False  # each side's luck corrections in the hand log (canasta_env.luck)
 
 
 class HandLog:
@@ -48,7 +49,7 @@ class HandLog:
     def __init__(self, out: Path, config: TournamentConfig, sides: int, labels: list[str]) -> None:
         self.path = out / "hands.csv"
         self.records_path = out / "records.jsonl"
-        self.columns = hand_columns(sides)
+        self.columns = hand_columns(sides, config.luck_correction)
         self.labels = labels  # of the agents, entrants first
         out.mkdir(parents=True, exist_ok=True)
         cfg_path = out / "tournament.json"
@@ -67,7 +68,8 @@ class HandLog:
             if not isinstance(found, dict):
                 raise ValueError(f"{cfg_path}: not a tournament's settings (a JSON {type(found).__name__}, "
                                  "not an object); use a new --out folder")
-            diff = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k) != v}
+            defaults = asdict(TournamentConfig({}, [], [], 0))  # a key added since: its default
+            diff = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k, defaults.get(k)) != v}
             if diff:
                 detail = "; ".join(f"{k}: was {a!r}, now {b!r}" for k, (a, b) in diff.items())
                 raise ValueError(f"{out} holds a different tournament ({detail}); use a new --out folder")
@@ -147,6 +149,8 @@ def parse_rows(rows: list[dict[str, str]], labels: list[str]) -> dict[str, npt.N
             cols[c] = np.array([[index[s] for s in r[c].split("|")] for r in rows], dtype=np.int64)
         elif c.endswith("_entrant"):
             cols[c] = np.array([index[r[c]] for r in rows], dtype=np.int64)
+        elif "_luck" in c:
+            cols[c] = np.array([float(r[c]) for r in rows], dtype=np.float64)
         else:
             cols[c] = np.array([int(r[c]) for r in rows], dtype=np.int64)
     return cols

@@ -12,10 +12,14 @@ SIDE_COLUMNS = ("entrant", "score", "pile_takes", "natural_canastas", "mixed_can
                 "sevens_canastas", "red_threes", "opened")
 
 
-def hand_columns(sides: int) -> list[str]:
-    """The columns of ``hands.csv`` for a game of ``sides`` sides."""
+LUCK_COLUMNS = ("luck", "luck_win")  # a side's luck in points and in the win indicator (canasta_env.luck)
+
+
+def hand_columns(sides: int, luck: bool = False) -> list[str]:
+    """The columns of ``hands.csv`` for a game of ``sides`` sides (with ``luck``, each side's luck
+    corrections too)."""
     cols = ["match", "deal", "seating", "deal_ref", "seats"]
-    cols += [f"side{q}_{c}" for q in range(sides) for c in SIDE_COLUMNS]
+    cols += [f"side{q}_{c}" for q in range(sides) for c in SIDE_COLUMNS + (LUCK_COLUMNS if luck else ())]
     return cols + ["went_out_seat", "went_out_side", "decisions", "truncated"]
 
 

@@ -57,7 +57,7 @@ def play_units(shared: tuple[Any, ...], pending: list[tuple[int, npt.NDArray[Any
                ) -> Iterator[tuple[dict[str, npt.NDArray[Any]], list[Any]]]:
     """``train.evaluation.tournament.play_unit`` of every ``(match, deals)`` in ``pending`` on the cluster,
     yielded in the order of ``pending``. ``shared`` is ``play_unit``'s other arguments:
-    ``(rules, agents, plan, deal_source, seed, labels)``."""
+    ``(rules, agents, plan, deal_source, seed, labels, luck)``."""
     import ray
 
     connect(address)
@@ -81,5 +81,5 @@ def _unit_task(shared: tuple[Any, ...], match_index: int, deals: npt.NDArray[Any
     if kill_marker is not None and not Path(kill_marker).exists():  # tests: lose a worker once
         Path(kill_marker).touch()
         os._exit(1)
-    rules, agents, plan, deal_source, seed, labels = shared
-    return play_unit(rules, agents, plan, match_index, deals, deal_source, seed, labels)
+    rules, agents, plan, deal_source, seed, labels, luck = shared
+    return play_unit(rules, agents, plan, match_index, deals, deal_source, seed, labels, luck=luck)

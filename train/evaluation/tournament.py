@@ -62,7 +62,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         vs: str | None = None, partners: Any = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
         records: bool = False, ladder: str | Path | None = None, progress: bool = False,
-        plots: bool = True, on_ray: str | None = None) -> Any:
+        plots: bool = True, on_ray: str | None = None, luck_correction: bool = False) -> Any:
     """Play a tournament and return its ``TournamentResult`` (see the module docstring).
 
     The ``out`` folder is locked for the whole tournament (``train.common.folder_lock``): a second
@@ -89,8 +89,15 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         target_margin: report the deals needed to detect this mean margin per pair.
         on_ray: play the units as Ray tasks (``train.evaluation.ray_units``): ``"local"`` starts Ray here,
             ``"auto"`` or ``"host:port"`` joins a cluster. The results are those of a local run.
+        luck_correction: keep each side's luck corrections per hand (``canasta_env.luck``; the hand
+            table's ``side{q}_luck`` columns, ``train.evaluation.tournament_luck``).
     """
     rules = load_rules(rules)
+    luck = None
+    if luck_correction:
+        from canasta_env.luck import luck_weights
+
+        luck = luck_weights(rules)
     _check_outputs(records, out, ladder, on_ray)
     lock = FolderLock(out, "tournament folder") if out is not None else None
     if lock is not None:
@@ -105,11 +112,12 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         agents.append(partner)
     deal_source, refs, set_name = _deals(rules, plan, deal_set, seed)
     config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
-                              partner_label, seed, set_name, resamples, target_margin, records)
+                              partner_label, seed, set_name, resamples, target_margin, records,
+                              luck_correction)
     all_labels = labels + ([f"partner:{partner_label}"] if partner_label else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
-    layout = Layout(rules, config, plan, agents, all_labels, units, deal_source, refs, seed)
+    layout = Layout(rules, config, plan, agents, all_labels, units, deal_source, refs, seed, luck)
     with lock if lock is not None else contextlib.nullcontext():
         return _play(layout, records=records, out=out, ladder=ladder, progress=progress, plots=plots,
                      on_ray=on_ray)
@@ -129,6 +137,7 @@ class Layout:
     deal_source: Any
     refs: Any
     seed: int
+    luck: Any = None  # canasta_env.luck.LuckWeights when the luck corrections are kept
 
 
 def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | None,
@@ -194,13 +203,14 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
 
     pending = [u for u in units if key(u) not in done]
     shared = (layout.rules, layout.agents, plan, layout.deal_source, layout.seed,
-              layout.labels if records else None)
+              layout.labels if records else None, layout.luck)
     if on_ray is not None:
         from train.evaluation.ray_units import play_units
 
         results = play_units(shared, pending, on_ray)
     else:
-        results = (play_unit(layout.rules, layout.agents, plan, m, d, *shared[3:]) for m, d in pending)
+        results = (play_unit(layout.rules, layout.agents, plan, m, d, *shared[3:6], luck=layout.luck)
+                   for m, d in pending)
     with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
         for m, d in units:
             if key((m, d)) in done:
