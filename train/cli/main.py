@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("train.cli.replay", "step through recorded hands (a --record file) from any seat's view"),
     "serve": ("train.cli.serve", "the web table: play against agents and replay hands in the browser"),
     "tournament": ("train.cli.tournament", "round robin or gauntlet of agents and checkpoints with ratings"),
+    "crossplay": ("train.cli.crossplay", "partner cross-play: every ordered pair of agents as partners "
+                  "against fixed opponents on duplicate deals, self-play against cross-play"),
     "export": ("train.cli.export", "write a checkpoint as a MaskablePPO zip (--format sb3) or ONNX policy"),
     "import": ("train.cli.import_model", "turn a MaskablePPO zip into a safe checkpoint (needs --trust)"),
 }
@@ -68,6 +70,10 @@ EXAMPLES: dict[str, str] = {
                   "--hands 2000 --duplicate --deal-set v1 --out results/\n"
                   "  canasta tournament --rules classic_4p --agents zoo:classic_4p heuristic "
                   "--vs zoo:classic_4p --deal-set v1",
+    "crossplay": "canasta crossplay --rules classic_4p --agents heuristic heuristic:eager greedy "
+                 "--opponents heuristic --deals 100\n"
+                 "  canasta crossplay --rules classic_4p --agents zoo:classic_4p heuristic "
+                 "heuristic:pile_fighter --opponents heuristic greedy --out results/crossplay --json",
     "export": "canasta export zoo:classic_2p --format sb3 model.zip\n"
               "  canasta export zoo:classic_2p --format onnx policy.onnx",
     "import": "canasta import model.zip runs/imported --rules classic_2p --trust",

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet
-from train.evaluation.hand_table import SIDE_COLUMNS
+from train.evaluation.hand_table import LUCK_COLUMNS, SIDE_COLUMNS
 
 DEALS_PER_UNIT = 1024  # deals per unit of work (the resume granularity), all seatings of each
 
@@ -28,6 +28,9 @@ class Plan:
     deals: int
     games_per_deal: int  # seatings played per deal
     partner: int | None = None  # agent index of the fixed partner (4p --partners)
+    # agent index at the other seats of a side, by the index of the agent at its first seat: per-seat
+    # partners (train.evaluation.crossplay); None: a side is one agent (or it and the fixed partner)
+    second_seat: tuple[int, ...] | None = None
 
     def games(self, deal: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(deal, seating) of every game played on the given deals."""
@@ -69,15 +72,18 @@ def seat_table(plan: Plan, match: tuple[int, ...], seating: npt.NDArray[np.int64
     seats = side_entrant[:, np.arange(players) % plan.sides]
     if plan.partner is not None:
         seats[:, plan.sides:] = plan.partner
+    elif plan.second_seat is not None:
+        seats[:, plan.sides:] = np.asarray(plan.second_seat, dtype=np.int64)[seats[:, plan.sides:]]
     return seats
 
 
 # Per-hand columns: identity of the game, then one column per side for each outcome.
 def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, deals: npt.NDArray[np.int64],
-              deal_source: Any, seed: int, labels: list[str] | None = None
+              deal_source: Any, seed: int, labels: list[str] | None = None, *, luck: Any = None
               ) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
     """Play every game of one match on the given deals: per-hand columns (entrants as indices) and,
-    when seat ``labels`` are given, a game record of every hand."""
+    when seat ``labels`` are given, a game record of every hand; with ``luck`` (a
+    ``canasta_env.luck.LuckWeights``) each side's luck corrections."""
     from agents.match import play_games
 
     match = plan.matches[match_index]
@@ -87,7 +93,7 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
     record_seats = None if labels is None else [[labels[a] for a in row] for row in seats]
     meta = {"tournament_match": match_index, "tournament_unit": int(deals[0]) // DEALS_PER_UNIT}
     out = play_games(rules, agents, seats, dealt, deal * len(plan.seatings) + seating, seed,
-                     record_seats, meta)
+                     record_seats, meta, luck=luck is not None)
     cols: dict[str, npt.NDArray[Any]] = {
         "match": np.full(deal.size, match_index), "deal": deal, "seating": seating}
     side_entrant = seats[:, :plan.sides]
@@ -96,8 +102,11 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
                 "wild_canastas": out.wild_canastas, "sevens_canastas": out.sevens_canastas,
                 "red_threes": out.red_threes,
                 "opened": out.opened.astype(np.int64)}
+    if luck is not None and out.luck is not None:
+        per_side["luck"] = np.round(out.luck @ luck.margin, 3)
+        per_side["luck_win"] = np.round(out.luck @ luck.win, 5)
     for q in range(plan.sides):
-        for c in SIDE_COLUMNS:
+        for c in SIDE_COLUMNS + (LUCK_COLUMNS if luck is not None else ()):
             cols[f"side{q}_{c}"] = per_side[c][:, q]
     cols["went_out_seat"] = out.went_out
     cols["went_out_side"] = np.where(out.went_out >= 0, out.went_out % plan.sides, -1)

@@ -1,0 +1,84 @@
+"""``canasta crossplay``: every ordered pair of agents as partners against fixed opponents on the same
+duplicate deals (``train.evaluation.crossplay``): the matrix of win rates and margins, self-play
+against cross-play, and each agent as a partner of the others."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from canasta_env.messages import short_repr
+from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
+
+
+@dataclass
+class CrossplayOptions:
+    """The options of ``canasta crossplay``."""
+
+    agents: list[str] = opt(help=f"the agents to pair, two or more, each once: {AGENT_HELP}", metavar="AGENT")
+    opponents: list[str] = opt(help="the fixed opponents: one agent at every opposing seat, or two (the "
+                               "first at the opposing side's first seat, the second at its others)",
+                               metavar="AGENT")
+    rules: str = opt("classic_4p", f"{RULES_HELP}; a game with partners", metavar="RULES")
+    deals: int = opt(200, "duplicate deals per pair of partners (each played in both seatings)")
+    seed: int = opt(0, "deals (DealId(seed, d, 0)) and agent streams")
+    resamples: int = opt(2000, "bootstrap resamples of deals for every interval")
+    out: str | None = opt(None, "folder for crossplay.csv, crossplay_summary.csv, crossplay.json and "
+                          "crossplay.png (default: none, nothing written)", metavar="DIR")
+    json: bool = opt(False, "print one JSON object (settings, cells, summary) instead of the tables")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``canasta crossplay``."""
+    add_options(parser, CrossplayOptions)
+
+
+def command_line(o: CrossplayOptions) -> str:
+    """The command that reproduces ``o``'s figures."""
+    return shlex.join(["canasta", "crossplay", "--rules", o.rules, "--agents", *o.agents, "--opponents",
+                       *o.opponents, "--deals", str(o.deals), "--seed", str(o.seed)]
+                      + (["--resamples", str(o.resamples)] if o.resamples != 2000 else []))
+
+
+def _check_out(out: str | None) -> None:
+    """Make the output folder now, so that a bad one is refused before any game."""
+    if out is None:
+        return
+    if not out.strip():
+        raise ValueError(f"--out {short_repr(out)}: not a folder name")
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {out}: must be a folder, and this is a file")
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """``canasta crossplay`` entry point: check, play, print the tables (or JSON), write the files."""
+    from canasta_env.rules import load_rules
+    from train.evaluation.crossplay import check_setup, crossplay, label_of
+
+    o = CrossplayOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(CrossplayOptions)})
+    rules = load_rules(o.rules)
+    check_setup(rules, [label_of(a) for a in o.agents], o.opponents, o.deals, o.resamples)
+    if not 0 <= o.seed < 2**63:
+        raise ValueError(f"--seed {o.seed}: want a value in [0, 2**63 - 1]")
+    _check_out(o.out)
+    start = time.perf_counter()
+    result = crossplay(rules, o.agents, o.opponents, o.deals, seed=o.seed, resamples=o.resamples,
+                       progress=not o.json)
+    seconds = time.perf_counter() - start
+    command = command_line(o)
+    written = result.save(o.out) if o.out is not None else []
+    if o.json:
+        print(json.dumps({**result.to_json(), "command": command, "seconds": round(seconds, 1)}, indent=1))
+        return 0
+    result.print_tables()
+    print(f"command: {command}  ({seconds:.0f} s)")
+    if written:
+        print(f"written: {', '.join(str(p) for p in written)}")
+    return 0
