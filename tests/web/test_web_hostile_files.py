@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import files_of
 from test_web_hostile_requests import refused
 from web_drill import JSON_LINES, SlowAgent, play_random_game
+from web_serve import files_of
 
 
 def _finished_record(make_client: Any, folder: Path) -> bytes:

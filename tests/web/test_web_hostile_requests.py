@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import files_of
 from web_drill import JSON_LINES, play_random_game, snapshot
+from web_serve import files_of
 
 UPLOAD_CAP = 256 * 1024
 JSON = {"content-type": "application/json"}

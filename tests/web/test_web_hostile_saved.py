@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import files_of
 from test_web_hostile_requests import refused
+from web_serve import files_of
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1">'
 Change = Callable[[dict[str, Any]], Any]

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import start_serve, stop_all
+from web_serve import start_serve, stop_all
 
 from train.web.middleware import CSP
 
