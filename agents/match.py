@@ -175,15 +175,42 @@ class MatchResult:
         return out
 
 
+LUCK_FOLDS = 10
+
+
 def luck_summary(name: str, plain: npt.NDArray[np.float64], correction: npt.NDArray[np.float64],
                  resamples: int, seed: int) -> dict[str, float]:
     """The luck-corrected mean of ``plain`` per deal, its bootstrap interval and the variance ratio
-    (corrected over plain): ``{name}_luck``, ``{name}_luck_lo``, ``{name}_luck_hi``, ``{name}_var_ratio``."""
-    corrected = plain - correction
+    (corrected over plain): ``{name}_luck``, ``{name}_luck_lo``, ``{name}_luck_hi``, ``{name}_var_ratio``.
+
+    Each deal's correction is scaled by the coefficient that minimises the corrected variance, fitted
+    on the other folds of deals (``LUCK_FOLDS``, cross-fitting): a deal's correction has expectation
+    zero and is independent of the other deals, so the scaled one has too and the mean stays
+    unbiased, while a correction that fits the pair badly (weights fitted on another pair) is scaled
+    down instead of adding variance."""
+    corrected = plain - cross_fitted_scale(plain, correction) * correction
     lo, hi = bootstrap_ci(corrected, resamples, seed)
     ratio = float(corrected.var() / plain.var()) if plain.var() > 0 else float("nan")
     return {f"{name}_luck": float(corrected.mean()), f"{name}_luck_lo": lo, f"{name}_luck_hi": hi,
             f"{name}_var_ratio": ratio}
+
+
+def cross_fitted_scale(plain: npt.NDArray[np.float64], correction: npt.NDArray[np.float64],
+                       folds: int = LUCK_FOLDS) -> npt.NDArray[np.float64]:
+    """Per deal, ``cov(plain, correction) / var(correction)`` over the deals of the other folds
+    (deal ``i`` is in fold ``i % folds``); 1 with fewer than two deals a fold."""
+    n = len(plain)
+    if n < 2 * folds:
+        return np.ones(n)
+    fold = np.arange(n) % folds
+    scale = np.ones(n)
+    for k in range(folds):
+        rest = fold != k
+        c = correction[rest] - correction[rest].mean()
+        denom = float(c @ c)
+        if denom > 0:
+            scale[~rest] = float((plain[rest] - plain[rest].mean()) @ c) / denom
+    return scale
 
 
 def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,

@@ -133,3 +133,26 @@ def test_tournament_flag_logs_the_luck_and_resumes(tmp_path: Path,
     assert cli_main(["tournament", "--rules", "classic_3p", "--agents", "greedy", "random", "heuristic",
                      "--hands", "6", "--luck-correction"]) == 2
     assert "no fitted luck weights" in capsys.readouterr().err
+
+
+def test_cross_fitted_scale_adapts_the_correction_and_keeps_the_mean() -> None:
+    """A correction that explains half of the result is scaled up to it, one that explains nothing
+    is scaled to about 0 (the unscaled one would double the variance), and over many repetitions the
+    corrected mean stays the plain one (the scale of a deal comes from the other deals)."""
+    from agents.match import cross_fitted_scale, luck_summary
+
+    rng = np.random.default_rng(5)
+    luck = rng.normal(size=1000)
+    plain = 3.0 + 2.0 * luck + rng.normal(size=1000)
+    assert abs(np.median(cross_fitted_scale(plain, luck)) - 2.0) < 0.1
+    assert luck_summary("m", plain, luck, 200, 0)["m_var_ratio"] < 0.25
+    noise = rng.normal(size=1000) * 3.0
+    assert luck_summary("m", plain, noise, 200, 0)["m_var_ratio"] < 1.05
+    assert float(np.var(plain - noise) / np.var(plain)) > 1.5
+    means = []
+    for _ in range(400):
+        luck = rng.normal(size=40)
+        plain = 1.0 + luck * rng.normal() + rng.normal(size=40)
+        means.append(luck_summary("m", plain, luck, 10, 0)["m_luck"])
+    assert abs(np.mean(means) - 1.0) < 3 * np.std(means) / np.sqrt(len(means))
+    assert np.all(cross_fitted_scale(plain[:5], luck[:5]) == 1.0)
