@@ -4,6 +4,7 @@ an ONNX policy whose logits match torch's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,6 @@ import pytest
 from agents import make_agent
 from agents.learned.policy import MASKED_LOGIT
 from canasta_env.envs.learner import LearnerBatch, LearnerConfig
-from train.cli.main import main as cli_main
 from train.learning import interop
 
 ZOO = "agents/zoo/classic_2p"
@@ -69,32 +69,24 @@ def test_onnx_logits_match_torch(played: tuple[np.ndarray, np.ndarray], tmp_path
 
 
 def test_import_needs_trust_and_export_does_not_overwrite(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                                          cli_here: Callable[..., tuple[int, str]]) -> None:
     """The commands run in this process (``train.cli.main``, what the ``canasta`` script calls; a
     subprocess each spent seconds importing torch): their exit status and what they wrote to stderr."""
 
-    def canasta(*args: str) -> tuple[int, str]:
-        capsys.readouterr()
-        try:
-            status = cli_main(list(args))
-        except SystemExit as exc:  # argparse's own errors
-            status = exc.code if isinstance(exc.code, int) else 1
-        return status, capsys.readouterr().err
-
     zip_path = interop.export_sb3(ZOO, tmp_path / "model.zip")
-    status, err = canasta("import", str(zip_path), str(tmp_path / "run"), "--rules", "classic_2p")
+    status, err = cli_here("import", str(zip_path), str(tmp_path / "run"), "--rules", "classic_2p")
     assert status == 2 and "pickles" in err and "--trust" in err
     assert not (tmp_path / "run").exists()
     before = zip_path.read_bytes()
     for out in (zip_path, zip_path.with_suffix("")):  # SB3 adds .zip to a name without it
-        status, err = canasta("export", ZOO, str(out), "--format", "sb3")
+        status, err = cli_here("export", ZOO, str(out), "--format", "sb3")
         assert status == 2 and f"{zip_path}: already exists" in err
     assert zip_path.read_bytes() == before
-    status, err = canasta("import", str(zip_path), str(tmp_path / "run4"), "--rules", "classic_4p",
+    status, err = cli_here("import", str(zip_path), str(tmp_path / "run4"), "--rules", "classic_4p",
                           "--trust")
     assert status == 2 and "do not fit classic_4p" in err
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
-    status, err = canasta("import", str(tmp_path / "junk.zip"), str(tmp_path / "run5"), "--rules",
+    status, err = cli_here("import", str(tmp_path / "junk.zip"), str(tmp_path / "run5"), "--rules",
                           "classic_2p", "--trust")
     assert status == 2 and "not a MaskablePPO model" in err
     assert len(err.strip().splitlines()) == 1

@@ -108,21 +108,10 @@ def test_sigkill_resumes_from_last_complete_checkpoint(kill: str, algo: str, tmp
     assert not list(run.glob(".tmp-*")), "partial checkpoint directories left behind"
 
 
-def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """A command that must refuse before training, run in this process (``train.cli.main``, what the
-    ``canasta`` script calls; a subprocess spends seconds importing torch first): status, stderr."""
-    capsys.readouterr()
-    try:
-        status = cli_main(list(args))
-    except SystemExit as exc:  # argparse's own errors
-        status = exc.code if isinstance(exc.code, int) else 1
-    return status, capsys.readouterr().err
-
-
-def test_unknown_config_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_config_key_is_refused(tmp_path: Path, cli_here: Callable[..., Any]) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("rules: classic_2p\nlearning_rat: 0.1\n")
-    status, err = _refused(capsys, "train", "--config", str(config))
+    status, err = cli_here("train", "--config", str(config))
     assert status != 0
     assert "learning_rat" in err and str(config) in err
 
@@ -176,8 +165,8 @@ def test_league_in_partnerships_with_imitation_end_to_end(tmp_path: Path,
 
 
 def test_league_members_outside_self_play_are_refused(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    status, err = _refused(capsys, "train", *TINY, "--run_dir", str(tmp_path / "run"), "--total_timesteps",
+                                                      cli_here: Callable[..., tuple[int, str]]) -> None:
+    status, err = cli_here("train", *TINY, "--run_dir", str(tmp_path / "run"), "--total_timesteps",
                            "512", "--league", "heuristic")
     assert status == 2 and "canasta league" in err
     assert len(err.strip().splitlines()) == 1
