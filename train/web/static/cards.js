@@ -47,6 +47,17 @@
     element.innerHTML = markup instanceof Html ? markup.text : esc(markup === undefined || markup === null ? "" : markup);
   }
 
+  // Draw one part of a page with build(); a part that cannot be drawn says so (naming `what` it is
+  // part of), and the others are still drawn.
+  function drawPart(element, build, what) {
+    try {
+      setHtml(element, build());
+    } catch (err) {
+      console.warn(`#${element.id} not drawn`, err);
+      setHtml(element, html`<span class="note">(this part of the ${what} cannot be shown)</span>`);
+    }
+  }
+
   // Values of an answer, checked: an integer or "?", a text, a list (never throws).
   const int = (v) => (Number.isInteger(v) ? v : "?");
   const text = (v) => (typeof v === "string" ? v : v === null || v === undefined ? "" : String(v));
@@ -108,5 +119,5 @@
     })}`;
   }
 
-  window.Cards = { esc, html, setHtml, Html, int, text, list, cardSvg, cardRow };
+  window.Cards = { esc, html, setHtml, drawPart, Html, int, text, list, cardSvg, cardRow };
 })();

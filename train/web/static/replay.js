@@ -6,7 +6,7 @@
 "use strict";
 
 (function () {
-  const { html, setHtml, int, text, list } = window.Cards;
+  const { html, setHtml, drawPart, int, text, list } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let hand = null; // {frames, moves, ...}
@@ -75,14 +75,8 @@
     return html`<li data-step="${i}"><b>P${int(m.seat)} ${text(m.who)}</b>: ${text(m.text)}${R.topHtml(m.top)}</li>`;
   }
 
-  // Draw one part of the page; a part that cannot be drawn says so, the others are still drawn.
   function panel(id, build) {
-    try {
-      setHtml($(id), build());
-    } catch (err) {
-      console.warn(`#${id} not drawn`, err);
-      setHtml($(id), html`<span class="note">(this part of the hand cannot be shown)</span>`);
-    }
+    drawPart($(id), build, "hand");
   }
 
   function moveNow(n) {

@@ -6,7 +6,7 @@
 "use strict";
 
 (function () {
-  const { html, setHtml, int, text, list, cardRow } = window.Cards;
+  const { html, setHtml, drawPart, int, text, list, cardRow } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let view = null;
@@ -162,14 +162,8 @@
     return html`Hand ${int(h.hand)} over: ${text(h.text)}. ${scores} <a id="replay-hand" href="${link}">Replay this hand</a>`;
   }
 
-  // Draw one part of the page; a part that cannot be drawn says so, the others are still drawn.
   function panel(id, build) {
-    try {
-      setHtml($(id), build());
-    } catch (err) {
-      console.warn(`#${id} not drawn`, err);
-      setHtml($(id), html`<span class="note">(this part of the table cannot be shown)</span>`);
-    }
+    drawPart($(id), build, "table");
   }
 
   function statusText(v) {
