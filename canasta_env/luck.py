@@ -184,6 +184,7 @@ class LuckWeights:
 
 def luck_weights(rules: RuleSet) -> LuckWeights:
     """The fitted weights for ``rules``; one line naming the tables fitted when there are none."""
+    from canasta_env.luck_weights import FEATURES as FITTED_FEATURES
     from canasta_env.luck_weights import WEIGHTS
     from canasta_env.rules import load_rules
 
@@ -192,7 +193,7 @@ def luck_weights(rules: RuleSet) -> LuckWeights:
     if entry is None or load_rules(rules.name) != rules:
         raise ValueError(f"--luck-correction: no fitted luck weights for rules {rules.name!r} (fitted for "
                          f"the presets {', '.join(sorted(WEIGHTS)) or 'none'})")
-    if list(entry["features"]) != list(FEATURES):
+    if list(FITTED_FEATURES) != list(FEATURES):
         raise ValueError(f"luck weights of {rules.name} are for other features; refit them "
                          "(python scripts/fit_luck_weights.py)")
     return LuckWeights(rules.name, np.asarray(entry["margin"], dtype=np.float64),
