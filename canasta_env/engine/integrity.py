@@ -37,7 +37,7 @@ REPORT_SIZE = 6  # code, index i, index j (-1: none), value, low, high
 
 @njit(cache=True, inline="always")
 def _bad(report, code, i, j, value, low, high):
-    """Fill ``report`` and return False (the row is corrupt)."""
+    """Fill ``report`` and return False (the row is corrupt, or breaks a rule: ``legality``)."""
     report[0], report[1], report[2] = code, i, j
     report[3], report[4], report[5] = value, low, high
     return False

@@ -29,7 +29,7 @@ from numba import njit
 
 from canasta_env.engine import cards as C
 from canasta_env.engine import layout as L
-from canasta_env.engine.integrity import BAD_ACTION, find_corrupt
+from canasta_env.engine.integrity import BAD_ACTION, _bad, find_corrupt
 
 (BAD_MELD_SHORT, BAD_MELD_NATURALS, BAD_MELD_WILDS, BAD_MELD_WILD_GT_NAT, BAD_MELD_CAP, BAD_SEVENS_WILD,
  BAD_WILD_MELD, BAD_B3_COUNT, BAD_B3_WILD, BAD_B3_TURN, BAD_CLOSED_NO_CAP, BAD_CLOSED_WILDS,
@@ -67,14 +67,6 @@ REASONS = {
     BAD_NO_MOVE: "the player to move has no legal action (C19a)",
 }
 _NO_ACTIONS = np.zeros(0, dtype=np.int64)
-
-
-@njit(cache=True)
-def _bad(report, code, i, j, value, low, high):
-    """Fill ``report`` and return False (the row breaks a rule)."""
-    report[0], report[1], report[2] = code, i, j
-    report[3], report[4], report[5] = value, low, high
-    return False
 
 
 @njit(cache=True)
