@@ -4,6 +4,7 @@ for any weights, unbiased corrected means, and the --luck-correction flag of the
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,8 @@ def test_tournament_flag_logs_the_luck_and_resumes(tmp_path: Path,
     assert "luck-corrected head to head" in first and "| greedy | random | 4 |" in first
     header = (tmp_path / "t" / "hands.csv").read_text().splitlines()[0]
     assert "side0_luck" in header and "side1_luck_win" in header
+    saved = json.loads((tmp_path / "t" / "results.json").read_text())["luck_corrected"]
+    assert [(r["a"], r["b"], r["deals"]) for r in saved] == [("greedy", "random", 4)]
     assert cli_main(args) == 0  # resumed: the logged luck is read back, same table
     assert capsys.readouterr().out.split("luck-corrected head to head")[1] == first.split(
         "luck-corrected head to head")[1]

@@ -122,10 +122,10 @@ def run(args: argparse.Namespace) -> int:
                             plots=not o["no_plots"], on_ray=o["ray"], luck_correction=o["luck_correction"])
     result.print_tables()
     if o["luck_correction"]:
-        from train.evaluation.tournament_luck import luck_rows, luck_table
+        from train.evaluation.tournament_luck import luck_table
 
         print("\nluck-corrected head to head (per deal; ratio: corrected over plain variance)")
-        print(luck_table(luck_rows(result.hands, result.labels, o["resamples"], o["seed"])))
+        print(luck_table(result.luck_rows))
     if o["out"]:
         print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
               f"outcomes.csv{'' if o['no_plots'] else ', ratings.png, head_to_head.png'})")

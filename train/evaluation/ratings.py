@@ -27,6 +27,8 @@ class PairData:
     ties: npt.NDArray[np.float64]
     losses: npt.NDArray[np.float64]
     margin_sum: npt.NDArray[np.float64]  # (D,) sum over the deal's games of i's score - j's score
+    luck_sum: npt.NDArray[np.float64] | None = None  # (D,) i's luck - j's luck, points (luck-corrected runs)
+    luck_win_sum: npt.NDArray[np.float64] | None = None  # (D,) the same in the win indicator
 
     @property
     def games(self) -> npt.NDArray[np.float64]:

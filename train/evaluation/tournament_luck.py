@@ -9,46 +9,28 @@ the corrected per-deal variance over the plain one (below 1: the corrected inter
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+from train.evaluation.ratings import PairData
 
 
-def luck_rows(hands: dict[str, npt.NDArray[Any]], labels: list[str], resamples: int,
-              seed: int) -> list[dict[str, Any]]:
-    """One row per pair of entrants that met: plain and luck-corrected win rate and mean margin per
-    deal with bootstrap intervals, and the two variance ratios."""
+def luck_rows(pairs: list[PairData], labels: list[str], resamples: int, seed: int) -> list[dict[str, Any]]:
+    """One row per pair of entrants that met (``tournament_report.pair_data`` with luck sums): plain
+    and luck-corrected win rate and mean margin per deal with bootstrap intervals, and the two
+    variance ratios."""
     from agents.match import bootstrap_ci, luck_summary
 
-    if "side0_luck" not in hands:
-        raise ValueError("this tournament was played without luck correction: no luck columns")
-    sums: dict[tuple[int, int], npt.NDArray[np.float64]] = {}  # (a, b) -> (deals, 5) sums
-    deal = hands["deal"]
-    sides, deals = sum(f"side{q}_luck" in hands for q in range(len(hands))), int(deal.max()) + 1
-    for q1, q2 in itertools.combinations(range(sides), 2):
-        i, j = hands[f"side{q1}_entrant"], hands[f"side{q2}_entrant"]
-        flip = i > j
-        a, b = np.where(flip, j, i), np.where(flip, i, j)
-        sign = np.where(flip, -1.0, 1.0)
-        diff = (hands[f"side{q1}_score"] - hands[f"side{q2}_score"]) * sign
-        luck = (hands[f"side{q1}_luck"] - hands[f"side{q2}_luck"]) * sign
-        luck_win = (hands[f"side{q1}_luck_win"] - hands[f"side{q2}_luck_win"]) * sign
-        win = (diff > 0) + 0.5 * (diff == 0)
-        values = np.stack([np.ones_like(diff, dtype=np.float64), diff, win, luck, luck_win], axis=1)
-        for pair in set(zip(a.tolist(), b.tolist(), strict=True)):
-            sel = (a == pair[0]) & (b == pair[1])
-            acc = sums.setdefault(pair, np.zeros((deals, 5)))
-            np.add.at(acc, deal[sel], values[sel])
     rows = []
-    for (a, b), acc in sorted(sums.items()):
-        per = acc[acc[:, 0] > 0]
-        per = per[:, 1:] / per[:, :1]
-        margin, win, luck, luck_win = per.T
+    for p in pairs:
+        if p.luck_sum is None or p.luck_win_sum is None:
+            raise ValueError("this tournament was played without luck correction: no luck columns")
+        played = p.played
+        games = p.games[played]
+        margin, luck = p.margin_sum[played] / games, p.luck_sum[played] / games
+        win, luck_win = (p.wins[played] + 0.5 * p.ties[played]) / games, p.luck_win_sum[played] / games
         m_lo, m_hi = bootstrap_ci(margin, resamples, seed)
         w_lo, w_hi = bootstrap_ci(win, resamples, seed)
-        rows.append({"a": labels[a], "b": labels[b], "deals": int(per.shape[0]),
+        rows.append({"a": labels[p.i], "b": labels[p.j], "deals": int(played.sum()),
                      "mean_margin": float(margin.mean()), "margin_lo": m_lo, "margin_hi": m_hi,
                      "win_rate": float(win.mean()), "win_lo": w_lo, "win_hi": w_hi,
                      **luck_summary("margin", margin, luck, resamples, seed),

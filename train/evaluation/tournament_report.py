@@ -11,7 +11,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,14 @@ from train.evaluation.ratings import (
     resample_weights,
     sign_flip_pvalue,
 )
+from train.evaluation.tournament_luck import luck_rows
 
 PERMUTATIONS = 10_000
 
 
 def pair_data(plan: Any, hands: dict[str, npt.NDArray[Any]], k: int) -> list[PairData]:
-    """Per-deal outcomes of every pair of entrants that met, oriented as the matches list them."""
+    """Per-deal outcomes of every pair of entrants that met, oriented as the matches list them (with
+    the sides' luck when the hands carry it: ``canasta_env.luck``)."""
     pid = np.full((k + 1, k + 1), -1)
     sign = np.zeros((k + 1, k + 1))
     order: list[tuple[int, int]] = []
@@ -42,8 +44,9 @@ def pair_data(plan: Any, hands: dict[str, npt.NDArray[Any]], k: int) -> list[Pai
                 pid[a, b], pid[b, a] = len(order), len(order)
                 sign[a, b], sign[b, a] = 1.0, -1.0
                 order.append((a, b))
+    lucky = "side0_luck" in hands
     shape = (len(order), plan.deals)
-    wins, ties, losses, margin = (np.zeros(shape) for _ in range(4))
+    wins, ties, losses, margin, luck, luck_win = (np.zeros(shape) for _ in range(6))
     deal = hands["deal"]
     for q1, q2 in itertools.combinations(range(plan.sides), 2):
         i, j = hands[f"side{q1}_entrant"], hands[f"side{q2}_entrant"]
@@ -53,7 +56,12 @@ def pair_data(plan: Any, hands: dict[str, npt.NDArray[Any]], k: int) -> list[Pai
         np.add.at(ties, (p, deal), diff == 0)
         np.add.at(losses, (p, deal), diff < 0)
         np.add.at(margin, (p, deal), diff)
-    return [PairData(a, b, wins[n], ties[n], losses[n], margin[n]) for n, (a, b) in enumerate(order)]
+        if lucky:
+            np.add.at(luck, (p, deal), (hands[f"side{q1}_luck"] - hands[f"side{q2}_luck"]) * sign[i, j])
+            np.add.at(luck_win, (p, deal),
+                      (hands[f"side{q1}_luck_win"] - hands[f"side{q2}_luck_win"]) * sign[i, j])
+    return [PairData(a, b, wins[n], ties[n], losses[n], margin[n], luck[n] if lucky else None,
+                     luck_win[n] if lucky else None) for n, (a, b) in enumerate(order)]
 
 
 def head_to_head(pairs: list[PairData], labels: list[str], resamples: int, seed: int,
@@ -198,6 +206,7 @@ class TournamentResult:
     h2h_rows: list[dict[str, Any]]
     openskill_rows: list[dict[str, Any]]
     outcome_rows: list[dict[str, Any]]
+    luck_rows: list[dict[str, Any]] = field(default_factory=list)  # luck-corrected runs: tournament_luck
 
     def to_pandas(self) -> Any:
         """One row per hand: match, deal (index and reference), seating, seats, per-side outcomes."""
@@ -233,6 +242,8 @@ class TournamentResult:
         data = {"config": self.config, "ratings": self.rating_rows, "tie_nu": self.tie_nu,
                 "head_to_head": self.h2h_rows, "openskill": self.openskill_rows,
                 "outcomes": self.outcome_rows, "hands": hands}
+        if self.luck_rows:
+            data["luck_corrected"] = self.luck_rows
         return _clean(data)
 
     def save(self, out: Path, plots: bool = True) -> None:
@@ -391,4 +402,5 @@ def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.ND
     return TournamentResult(
         config=asdict(config), labels=labels, hands=hands, rating_rows=rating_rows, tie_nu=ratings.tie_nu,
         h2h_rows=head_to_head(pairs, labels, config.resamples, config.seed, config.target_margin),
-        openskill_rows=skill, outcome_rows=outcome_stats(plan, hands, labels[:k]))
+        openskill_rows=skill, outcome_rows=outcome_stats(plan, hands, labels[:k]),
+        luck_rows=luck_rows(pairs, labels, config.resamples, config.seed) if "side0_luck" in hands else [])
