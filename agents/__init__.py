@@ -58,6 +58,12 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         what = "is empty" if isinstance(name, str) else "is not a string"
         raise ValueError(f"agent name {short_repr(name)} {what}; name one of: {', '.join(_REGISTRY)}, "
                          "a checkpoint, zoo:NAME, module:attribute or an entry point")
+    if name.startswith("sampled:"):  # a learned policy's sampled play instead of its argmax
+        inner = name[len("sampled:"):]
+        if not (inner.startswith("zoo:") or inner not in _REGISTRY and _is_path(inner)):
+            raise ValueError(f"agent {short_repr(name)}: 'sampled:' takes a learned policy (zoo:NAME or a "
+                             f"checkpoint or run folder), not {short_repr(inner)}")
+        return make_agent(inner, rules, **{**kwargs, "deterministic": False})
     if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.learned.zoo)
         from agents.learned.zoo import zoo_path
 

@@ -36,3 +36,24 @@ def test_unknown_entry_names_the_shipped_ones() -> None:
 def test_an_entry_refuses_another_table() -> None:
     with pytest.raises(CheckpointError):
         make_agent("zoo:classic_2p", "classic_4p")
+
+
+def test_sampled_plays_legal_moves_drawn_from_the_policy_reproducibly() -> None:
+    import numpy as np
+
+    sampled = make_agent("sampled:zoo:classic_2p", "classic_2p")
+    heuristic = make_agent("heuristic", "classic_2p")
+    first = play_match("classic_2p", sampled, heuristic, 6, seed=3, rng_seed=1)  # raises on an illegal move
+    again = play_match("classic_2p", sampled, heuristic, 6, seed=3, rng_seed=1)
+    assert np.array_equal(first.margins, again.margins) and first.decisions == again.decisions
+    argmax = make_agent("zoo:classic_2p", "classic_2p")
+    argmax_play = play_match("classic_2p", argmax, heuristic, 6, seed=3, rng_seed=1)
+    assert not np.array_equal(first.margins, argmax_play.margins)  # the draws change the play
+
+
+@pytest.mark.parametrize("name", ["sampled:heuristic", "sampled:", "sampled:sampled:zoo:classic_2p",
+                                  "sampled:zoo:nothing"])
+def test_sampled_takes_only_a_learned_policy(name: str) -> None:
+    with pytest.raises(ValueError) as info:
+        make_agent(name, "classic_2p")
+    assert "\n" not in str(info.value)
