@@ -149,7 +149,7 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"{out}: --out must be a folder, and this is a file")
     if ladder is not None:
-        from train.evaluation.tournament_report import read_ladder
+        from train.evaluation.ladder import read_ladder
 
         read_ladder(Path(ladder))
     if on_ray is not None:
