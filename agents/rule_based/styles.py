@@ -87,6 +87,19 @@ STYLES: dict[str, Style] = {
                     {"go_out_margin": -300.0, "keep_cards": 0.0, "danger_weight": 0.7},
                     {"pair_take_pile": 4.0, "wild_take_pile": 6.0},
                     {"pair_take_pile": 2.0, "wild_take_pile": 3.0}, held_out=True),
+    # found by the rule-space exploiter (canasta exploit --family heuristic) against a self-play agent,
+    # its fields rounded (docs/strength.md)
+    "ambusher": Style("waits concealed, then races: melds nothing from its hand until it can go out in one "
+                      "turn, takes only a pile of 18 with a pair, keeps three wilds and its pairs; once an "
+                      "opponent has the canastas going out needs, it melds everything and goes out at the "
+                      "first chance; discards with no thought for what the pile gives away",
+                      {"hold_open": 1.0, "open_take_discount": 2.3, "wild_keep": 3.0, "wild_min_meld": 4.0,
+                       "go_out_margin": 2400.0, "go_out_extra": 1.0, "threat_hand": 17.0, "late_stock": 6.5,
+                       "card_estimate": 36.0, "keep_cards": 1.0, "hold_new": 5.0, "pair_keep": 70.0,
+                       "danger_weight": 0.0, "value_weight": 1.7, "fish": 8.0, "b3_pile": 79.0,
+                       "freeze_pile": 100.0, "freeze_cost": 270.0},
+                      {"pair_take_pile": 17.5, "wild_take_pile": 58.0, "layoff_take_pile": 40.0},
+                      held_out=True),
 }
 
 TRAINING_STYLES: tuple[str, ...] = tuple(name for name, s in STYLES.items() if not s.held_out)
