@@ -63,6 +63,13 @@ class TrainArgs:
                               "agent's weights of the round (main) or afresh (fresh)")
     league_exploiters: bool = opt(False, "league with exploiter_every: each round also trains a league "
                                   "exploiter, against the whole league and the main agent (PFSP)")
+    exploiter_family: str = opt("ppo", "league with exploiter_every: ppo (exploiters trained by PPO, "
+                                "exploiter_steps each) or heuristic (each round, the rule-space exploiter's "
+                                "CMA-ES search for the heuristic profile that beats the main agent most; "
+                                "that profile joins the league)")
+    exploiter_budget: int = opt(200, "exploiter_family heuristic: profiles each search plays")
+    exploiter_deals: int = opt(100, "exploiter_family heuristic: deals each profile plays against the main "
+                               "agent, in every seating (new deals each round, from the run's seed)")
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO "
                               "(train.learning.imitation)")
     imitate_steps: int = opt(1_000_000, "with imitate: teacher decisions to clone")
@@ -150,6 +157,7 @@ _RANGES: dict[str, tuple[float, float]] = {
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
     "engine_threads": (1, 1024), "update_threads": (0, 1024), "exploiter_every": (0, 10**12),
     "exploiter_steps": (1, 10**12), "magnet_coef": (0.0, 100.0), "magnet_every": (1, 10**9),
+    "exploiter_budget": (3, 10**6), "exploiter_deals": (1, 10**5),
 }
 
 
@@ -157,6 +165,7 @@ _RANGES: dict[str, tuple[float, float]] = {
 _CHOICES: dict[str, tuple[str, ...]] = {
     "algo": ("ppo", "mmd", "maskable_ppo"), "device": ("auto", "cpu", "cuda"),
     "precision": ("auto", "fp32", "bf16"), "reward_mode": REWARD_MODES, "exploiter_init": ("main", "fresh"),
+    "exploiter_family": ("ppo", "heuristic"),
 }
 
 

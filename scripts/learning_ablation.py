@@ -1,0 +1,140 @@
+"""Why learning stalls: one matchup, one change to the trainer at a time, a learning curve each.
+
+``python scripts/learning_ablation.py --out runs/ablation`` trains the lean PPO trainer from scratch
+(or from ``--init-from``) against one fixed opponent once per variant below, every run with the same
+seed, budget and evaluation deals (the first ``--eval-deals`` of deal set v1, both seatings), and
+writes ``curves.csv`` (variant, steps, win rate and its 95% interval, margin), ``curves.png`` and
+``table.md`` (each variant's last and best evaluation) under ``--out``. A variant whose run folder
+already holds its last evaluation is not trained again, so a stopped ablation goes on where it stopped.
+``--variants`` picks some by name. docs/training.md ("Why learning stalls") reports one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# name -> (what it changes, training-option overrides); "baseline" is the trainer's defaults
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "baseline": ("the defaults (lr 3e-4, entropy 0.01, gamma 0.995, lambda 0.95, 256x256, batch 2048)", {}),
+    "baseline_seed1": ("the defaults, another seed (the seed's spread)", {"seed": 1}),
+    "lambda_1": ("GAE lambda 1: Monte Carlo returns over the hand, no bootstrapping", {"gae_lambda": 1.0}),
+    "gamma_1": ("gamma 1: no discount over the hand", {"gamma": 1.0}),
+    "long_rollout": ("n_steps 128: GAE over four times more of the hand before bootstrapping",
+                     {"n_steps": 128}),
+    "ent_0": ("no entropy bonus", {"ent_coef": 0.0}),
+    "ent_003": ("entropy bonus 0.03", {"ent_coef": 0.03}),
+    "wide": ("512x512 hidden layers", {"net_arch": [512, 512]}),
+    "deep": ("256x256x256 hidden layers", {"net_arch": [256, 256, 256]}),
+    "lr_1e3": ("learning rate 1e-3", {"learning_rate": 1e-3}),
+    "lr_1e4": ("learning rate 1e-4", {"learning_rate": 1e-4}),
+    "big_batch": ("minibatch 8192 (4 per rollout, not 16)", {"batch_size": 8192}),
+    "win_loss": ("reward +1/0/-1 per hand instead of the scaled margin", {"reward_mode": "win_loss"}),
+}
+
+
+def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace) -> Path:
+    """Run ``canasta train`` for one variant (unless its run folder already holds its last
+    evaluation) and return the run folder."""
+    run_dir = Path(args.out) / name
+    evals = run_dir / "evaluations.jsonl"
+    if evals.exists() and any(json.loads(line)["num_timesteps"] >= args.steps - args.eval_every
+                              for line in evals.read_text().splitlines() if line.strip()):
+        return run_dir
+    options = {"rules": args.rules, "opponent": args.opponent, "total_timesteps": args.steps,
+               "eval_every": args.eval_every, "eval_deals": args.eval_deals, "eval_deal_set": "v1",
+               "eval_opponents": [args.opponent], "checkpoint_every": args.steps, "seed": args.seed,
+               "progress": False, "run_dir": str(run_dir), **overrides}
+    if args.init_from:
+        options["init_from"] = args.init_from
+    command = [sys.executable, "-m", "train.cli", "train", "--overwrite"]
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        command += [flag, *map(str, value)] if isinstance(value, list) else [flag, str(value)]
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    print(f"{name}: trained in {time.perf_counter() - started:.0f} s", flush=True)
+    return run_dir
+
+
+def read_curve(run_dir: Path, opponent: str) -> list[dict[str, float]]:
+    """The run's evaluations against ``opponent``, in order of steps."""
+    points = []
+    for line in (run_dir / "evaluations.jsonl").read_text().splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            result = entry["results"][opponent]
+            points.append({"steps": entry["num_timesteps"], "win": result["win_rate"], "lo": result["win_lo"],
+                           "hi": result["win_hi"], "margin": result["mean_margin"]})
+    return sorted(points, key=lambda p: p["steps"])
+
+
+def write_outputs(curves: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> None:
+    """curves.csv, curves.png and table.md under ``args.out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(args.out)
+    with open(out / "curves.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["variant", "steps", "win_rate", "win_lo", "win_hi", "mean_margin"])
+        for name, points in curves.items():
+            for p in points:
+                writer.writerow([name, p["steps"], f"{p['win']:.4f}", f"{p['lo']:.4f}", f"{p['hi']:.4f}",
+                                 f"{p['margin']:.1f}"])
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for name, points in curves.items():
+        style = "-" if name.startswith("baseline") else "--"
+        ax.plot([p["steps"] / 1e6 for p in points], [p["win"] for p in points], style, marker="o",
+                markersize=3, label=name)
+    ax.axhline(0.5, color="grey", linewidth=0.8)
+    ax.set_xlabel("learner steps (millions)")
+    ax.set_ylabel(f"win rate vs {args.opponent.split(',')[0]}")
+    ax.set_title(f"{args.rules}: one change at a time ({args.eval_deals} deals of v1 x 2 seatings)")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=110)
+    rows = ["| variant | change | last: win rate [95%] | margin | best win rate (steps) |",
+            "|---|---|---|---|---|"]
+    for name, points in curves.items():
+        last, best = points[-1], max(points, key=lambda p: p["win"])
+        rows.append(f"| {name} | {VARIANTS[name][0]} | {last['win']:.3f} [{last['lo']:.3f}, "
+                    f"{last['hi']:.3f}] | {last['margin']:.0f} | "
+                    f"{best['win']:.3f} ({best['steps'] / 1e6:.2f}M) |")
+    (out / "table.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rules", default="classic_2p")
+    parser.add_argument("--opponent", default="heuristic:pile_hoarder", help="the fixed opponent (an agent)")
+    parser.add_argument("--init-from", default=None, help="start every variant from these weights")
+    parser.add_argument("--steps", type=int, default=2_000_000, help="learner steps per variant")
+    parser.add_argument("--eval-every", type=int, default=250_000)
+    parser.add_argument("--eval-deals", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--out", default="runs/ablation")
+    args = parser.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    curves = {}
+    for name in args.variants:
+        if args.init_from and "net_arch" in VARIANTS[name][1]:
+            print(f"{name}: skipped (a warm start keeps the network of --init-from)")
+            continue
+        curves[name] = read_curve(train_variant(name, VARIANTS[name][1], args), args.opponent)
+    write_outputs(curves, args)
+
+
+if __name__ == "__main__":
+    main()
