@@ -91,14 +91,16 @@ def write_outputs(curves: dict[str, list[dict[str, float]]], args: argparse.Name
                 writer.writerow([name, p["steps"], f"{p['win']:.4f}", f"{p['lo']:.4f}", f"{p['hi']:.4f}",
                                  f"{p['margin']:.1f}"])
     fig, ax = plt.subplots(figsize=(9, 5.5))
-    for name, points in curves.items():
+    colors = plt.get_cmap("tab20").colors
+    for i, (name, points) in enumerate(curves.items()):
         style = "-" if name.startswith("baseline") else "--"
         ax.plot([p["steps"] / 1e6 for p in points], [p["win"] for p in points], style, marker="o",
-                markersize=3, label=name)
+                markersize=3, label=name, color=colors[i % len(colors)])
     ax.axhline(0.5, color="grey", linewidth=0.8)
     ax.set_xlabel("learner steps (millions)")
-    ax.set_ylabel(f"win rate vs {args.opponent.split(',')[0]}")
-    ax.set_title(f"{args.rules}: one change at a time ({args.eval_deals} deals of v1 x 2 seatings)")
+    ax.set_ylabel(f"win rate vs {args.label or args.opponent}")
+    start = f"from {args.init_from}" if args.init_from else "fresh"
+    ax.set_title(f"{args.rules}, {start}: one change at a time ({args.eval_deals} deals of v1 x 2 seatings)")
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=110)
@@ -119,6 +121,7 @@ def main() -> None:
     parser.add_argument("--rules", default="classic_2p")
     parser.add_argument("--opponent", default="heuristic:pile_hoarder", help="the fixed opponent (an agent)")
     parser.add_argument("--init-from", default=None, help="start every variant from these weights")
+    parser.add_argument("--label", default=None, help="the opponent on the plot (default: its agent name)")
     parser.add_argument("--steps", type=int, default=2_000_000, help="learner steps per variant")
     parser.add_argument("--eval-every", type=int, default=250_000)
     parser.add_argument("--eval-deals", type=int, default=500)
