@@ -20,9 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from train.learning.config import TrainArgs
+
+_D = TrainArgs()
 # name -> (what it changes, training-option overrides); "baseline" is the trainer's defaults
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "baseline": ("the defaults (lr 3e-4, entropy 0.01, gamma 0.995, lambda 0.95, 256x256, batch 2048)", {}),
+    "baseline": (f"the defaults (lr {_D.learning_rate:.0e}, entropy {_D.ent_coef:g}, gamma {_D.gamma:g}, "
+                 f"lambda {_D.gae_lambda:g}, {'x'.join(map(str, _D.net_arch))}, batch {_D.batch_size})"
+                 .replace("e-0", "e-"), {}),
     "baseline_seed1": ("the defaults, another seed (the seed's spread)", {"seed": 1}),
     "lambda_1": ("GAE lambda 1: Monte Carlo returns over the hand, no bootstrapping", {"gae_lambda": 1.0}),
     "gamma_1": ("gamma 1: no discount over the hand", {"gamma": 1.0}),
@@ -43,9 +48,8 @@ def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace
     """Run ``canasta train`` for one variant (unless its run folder already holds its last
     evaluation) and return the run folder."""
     run_dir = Path(args.out) / name
-    evals = run_dir / "evaluations.jsonl"
-    if evals.exists() and any(json.loads(line)["num_timesteps"] >= args.steps - args.eval_every
-                              for line in evals.read_text().splitlines() if line.strip()):
+    if (run_dir / "evaluations.jsonl").exists() and any(
+            p["steps"] >= args.steps - args.eval_every for p in read_curve(run_dir, args.opponent)):
         return run_dir
     options = {"rules": args.rules, "opponent": args.opponent, "total_timesteps": args.steps,
                "eval_every": args.eval_every, "eval_deals": args.eval_deals, "eval_deal_set": "v1",

@@ -70,9 +70,6 @@ def test_onnx_logits_match_torch(played: tuple[np.ndarray, np.ndarray], tmp_path
 
 def test_import_needs_trust_and_export_does_not_overwrite(tmp_path: Path,
                                                           cli_here: Callable[..., tuple[int, str]]) -> None:
-    """The commands run in this process (``train.cli.main``, what the ``canasta`` script calls; a
-    subprocess each spent seconds importing torch): their exit status and what they wrote to stderr."""
-
     zip_path = interop.export_sb3(ZOO, tmp_path / "model.zip")
     status, err = cli_here("import", str(zip_path), str(tmp_path / "run"), "--rules", "classic_2p")
     assert status == 2 and "pickles" in err and "--trust" in err
