@@ -68,6 +68,10 @@ class TrainArgs:
                                 "CMA-ES search for the heuristic profile that beats the main agent most; "
                                 "that profile joins the league)")
     exploiter_budget: int = opt(200, "exploiter_family heuristic: profiles each search plays")
+    exploiter_also: list[str] = opt(help="exploiter_family heuristic: agents each search's profile must "
+                                    "beat as well (its lowest win rate over the main agent and these is "
+                                    "maximised), so the league gains strong all-round rule players rather "
+                                    "than counters of the main agent alone", factory=list)
     exploiter_deals: int = opt(100, "exploiter_family heuristic: deals each profile plays against the main "
                                "agent, in every seating (new deals each round, from the run's seed)")
     imitate: str | None = opt(None, "an agent whose choices the policy clones before PPO "

@@ -50,6 +50,11 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
 
         connect_for(args)  # an unreachable or too small cluster is refused before anything is written
     _check_league(args, selfplay)
+    if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
+        raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
+                         "exploiter_family heuristic and exploiter_every, or leave it empty")
+    for name in args.exploiter_also:
+        make_agent(name, rules)
     league = {name: make_agent(name, rules) for name in args.league}
     teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
     if args.imitate_opponent not in (None, IMITATE_LEAGUE):
