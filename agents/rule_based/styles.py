@@ -101,11 +101,11 @@ STYLES: dict[str, Style] = {
                       {"pair_take_pile": 17.5, "wild_take_pile": 58.0, "layoff_take_pile": 40.0},
                       held_out=True),
     # found by the rule-space exploiter asked for a profile that beats the plain heuristic, the eager
-    # profile and zoo:classic_2p at once (canasta exploit --also), its fields rounded (docs/strength.md)
+    # profile and zoo:classic_2p at once (canasta exploit --also), fields rounded (docs/strength.md)
     "stalker": Style("a strong all-round player: holds its hand unopened until it takes the pile (a pile "
-                     "of 18 with a pair), keeps four wilds in hand until it may go out, discards with eight times "
-                     "the usual care and baits with one of three; goes out once it has a canasta more "
-                     "than going out needs, or at once when an opponent nears the end",
+                     "of 18 with a pair), keeps four wilds in hand until it may go out, discards with "
+                     "eight times the usual care and baits with one of three; goes out once it has a "
+                     "canasta more than going out needs, or at once when an opponent nears the end",
                      {"hold_open": 1.0, "open_take_discount": 1.0, "wild_keep": 4.0, "wild_min_meld": 5.0,
                       "go_out_margin": -1400.0, "go_out_extra": 1.0, "dump_canastas": 2.0,
                       "threat_hand": 7.0, "late_stock": 2.0, "card_estimate": 26.0, "keep_cards": 3.0,
