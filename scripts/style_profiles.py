@@ -23,6 +23,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rules", default="classic_2p")
     parser.add_argument("--deals", type=int, default=1000)
+    parser.add_argument("--profiles", nargs="+", metavar="NAME", help="only these agent names (default: "
+                        "heuristic and every profile)")
     args = parser.parse_args()
     rules = load_rules(args.rules)
     sides, players = rules.num_sides, rules.num_players
@@ -35,7 +37,7 @@ def main() -> None:
     print("| profile | win rate vs heuristic | went out | pile takes / hand | decisions / hand |")
     print("|---|---|---|---|---|")
     held = set(style_agent_names(held_out=True))
-    for name in style_agent_names():
+    for name in args.profiles or style_agent_names():
         out = play_games(rules, [make_agent(name, rules), make_agent("heuristic", rules)], seats, deals * 2,
                          np.arange(2 * n))
         games = np.arange(2 * n)
