@@ -50,9 +50,6 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
 
         connect_for(args)  # an unreachable or too small cluster is refused before anything is written
     _check_league(args, selfplay)
-    if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
-        raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
-                         "exploiter_family heuristic and exploiter_every, or leave it empty")
     for name in args.exploiter_also:
         make_agent(name, rules)
     league = {name: make_agent(name, rules) for name in args.league}
@@ -83,6 +80,9 @@ def _check_league(args: TrainArgs, selfplay: bool) -> None:
                          "canasta league, or leave it empty")
     if len(set(args.league)) != len(args.league):
         raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
+    if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
+        raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
+                         "exploiter_family heuristic and exploiter_every, or leave it empty")
     if args.imitate_opponent == IMITATE_LEAGUE and not args.league:
         raise ValueError(f"training option imitate_opponent = {IMITATE_LEAGUE!r} needs league members "
                          "(canasta selfplay or canasta league with 'league' set)")
