@@ -1,7 +1,7 @@
 """End-to-end PPO throughput of a training config, split into collection and update time.
 
     python scripts/bench_train.py [--config configs/train/ppo_classic_2p.yaml] [--steps 200000]
-                                  [--algo ppo|maskable_ppo] [--device auto|cpu|cuda]
+                                  [--algo ppo|mmd|maskable_ppo] [--device auto|cpu|cuda]
                                   [--precision auto|fp32|bf16] [--overlap true|false]
                                   [--field value ...] [--json]
 
@@ -15,7 +15,8 @@ itself). Prints one JSON object (``--json`` is accepted for clarity; the output 
 * ``collect_steps_per_s`` and ``update_steps_per_s``: the rate of each phase alone;
 * ``overlap_fraction``: the share of collection time hidden behind updates (0 without overlap).
 
-``algo: ppo`` (``train.learning.lean_ppo``) records each iteration's collection, update and wall time itself.
+``algo: ppo`` and ``mmd`` (``train.learning.lean_ppo``) record each iteration's collection, update and wall
+time itself.
 ``algo: maskable_ppo``: ``RunCallback`` is swapped for a subclass that times each phase of SB3's loop:
 
 * collection: ``on_rollout_start`` to ``on_rollout_end`` (``collect_rollouts``: env steps, policy
@@ -90,7 +91,7 @@ class TimedRunCallback(run_callback.RunCallback):
 
 def bench(args: config.TrainArgs) -> dict[str, Any]:
     """Train on ``args`` (its budget) and return the timing figures."""
-    if args.algo == "ppo":
+    if args.algo in ("ppo", "mmd"):  # both run on the lean trainer
         return bench_lean(args)
     original = run_callback.RunCallback
     run_callback.RunCallback = TimedRunCallback  # type: ignore[misc]
@@ -118,7 +119,7 @@ def bench(args: config.TrainArgs) -> dict[str, Any]:
 
 
 def bench_lean(args: config.TrainArgs) -> dict[str, Any]:
-    """``bench`` for ``algo: ppo``: the trainer's own per-iteration timings, the first excluded."""
+    """``bench`` for the lean trainer (``algo: ppo``, ``mmd``): its own timings, the first excluded."""
     from train.learning import lean_ppo
 
     made: list[lean_ppo.LeanPPO] = []
@@ -179,7 +180,10 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench_train_") as tmp:
         overrides.update(total_timesteps=ns.steps, run_dir=tmp, progress=False,
                          eval_every=10**12, checkpoint_every=10**12)
-        args = config.load_args(ns.config, overrides)
+        try:
+            args = config.load_args(ns.config, overrides)
+        except ValueError as e:
+            sys.exit(f"bench_train: {e}")
         result = bench(args)
     print(json.dumps(result))
 

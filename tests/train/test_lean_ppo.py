@@ -289,6 +289,8 @@ def test_mmd_adds_the_magnet_kl_to_the_loss_and_moves_the_magnet() -> None:
             p.add_(0.3 * torch.randn(p.shape, generator=gen))
     loss, stats = model.minibatch_loss(*rows, n)
     assert float(stats[kl]) > 1e-3
+    given = model.magnet.log_probs(rows[0], masks, model._products)  # as update() passes them
+    assert torch.equal(model.minibatch_loss(*rows, n, given)[0], loss)
     magnet = model.magnet
     model.magnet = None
     plain, _ = model.minibatch_loss(*rows, n)

@@ -225,12 +225,13 @@ class LeanPPO:
         return adv, adv + values, values
 
     def minibatch_loss(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
-                       old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor, size: int
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+                       old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor, size: int,
+                       magnet_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """SB3's PPO loss on (a shard of) one minibatch of ``size`` rows, whose advantages are
         already normalised, plus ``magnet_coef`` times KL(policy || magnet) under algo mmd
-        (``train.learning.mmd``), and its statistics (``STAT_NAMES``), detached. Every term is a
-        sum over the shard divided by ``size``, so the shards of a minibatch add up to its mean."""
+        (``train.learning.mmd``; ``magnet_logp``: the rows' ``Magnet.log_probs``, computed here if
+        not given), and its statistics (``STAT_NAMES``), detached. Every term is a sum over the
+        shard divided by ``size``, so the shards of a minibatch add up to its mean."""
         a = self.args
         logits, values = policy_forward.heads(self.policy, obs, self._products)
         masked = logits.masked_fill(~masks, MASKED_LOGIT)
@@ -246,9 +247,8 @@ class LeanPPO:
         loss = pg_loss + a.ent_coef * entropy_loss + a.vf_coef * value_loss
         magnet_term = torch.zeros((), device=loss.device)
         if self.magnet is not None:
-            with torch.no_grad():
-                magnet_logits = policy_forward.actor_logits(self.magnet.module, obs, self._products)
-                magnet_logp = torch.log_softmax(magnet_logits.masked_fill(~masks, MASKED_LOGIT), dim=1)
+            if magnet_logp is None:
+                magnet_logp = self.magnet.log_probs(obs, masks, self._products)
             magnet_term = magnet_kl(logp_all, magnet_logp, masks).sum() / size
             loss = loss + a.magnet_coef * magnet_term
         with torch.no_grad():
@@ -260,12 +260,12 @@ class LeanPPO:
 
     def _shard_gradients(self, rows: tuple[torch.Tensor, ...], size: int
                          ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
-        obs, masks, actions, old_logp, adv, ret = rows
-        loss, stats = self.minibatch_loss(obs, masks, actions, old_logp, adv, ret, size)
+        loss, stats = self.minibatch_loss(*rows[:6], size, *rows[6:])
         return torch.autograd.grad(loss, self._params), stats
 
     def gradients(self, obs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
-                  old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+                  old_logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+                  magnet_logp: torch.Tensor | None = None) -> torch.Tensor:
         """Set the parameters' ``.grad`` to the gradient of the PPO loss on one minibatch and
         return its statistics. With ``update_threads`` k > 1 the minibatch is cut into k shards
         whose gradients are computed on k threads (the collector, when it runs, shares the cores)
@@ -273,7 +273,7 @@ class LeanPPO:
         size = adv.numel()
         if size > 1:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        rows = (obs, masks, actions, old_logp, adv, ret)
+        rows = (obs, masks, actions, old_logp, adv, ret) + (() if magnet_logp is None else (magnet_logp,))
         k = min(self.update_threads, size)
         ends = [size * i // k for i in range(k + 1)]
         shards = [tuple(r[ends[i]:ends[i + 1]] for r in rows) for i in range(k)]
@@ -289,7 +289,7 @@ class LeanPPO:
         return stats
 
     def update(self, buf: Rollout, gen: torch.Generator) -> None:
-        """``n_epochs`` passes of minibatch PPO over ``buf``."""
+        """``n_epochs`` passes of minibatch PPO over ``buf`` (the magnet, fixed meanwhile, is run once)."""
         a = self.args
         start = time.perf_counter()
         self.policy.set_training_mode(True)
@@ -298,14 +298,15 @@ class LeanPPO:
         obs, masks = buf.obs.reshape(n, -1), buf.masks.reshape(n, -1)
         actions, old_logp = buf.actions.reshape(n), buf.logp.reshape(n)
         adv_all, ret_all = adv_all.reshape(n), ret_all.reshape(n)
+        magnet_logp = None if self.magnet is None else self.magnet.log_probs(obs, masks, self._products)
         sums = torch.zeros(len(STAT_NAMES), device=self.device)
         count = 0
         for _ in range(a.n_epochs):
             order = torch.randperm(n, generator=gen, device=gen.device).to(self.device)
             for first in range(0, n, a.batch_size):
                 idx = order[first:first + a.batch_size]
-                stats = self.gradients(obs[idx], masks[idx], actions[idx], old_logp[idx],
-                                       adv_all[idx], ret_all[idx])
+                stats = self.gradients(obs[idx], masks[idx], actions[idx], old_logp[idx], adv_all[idx],
+                                       ret_all[idx], None if magnet_logp is None else magnet_logp[idx])
                 torch.nn.utils.clip_grad_norm_(self._params, a.max_grad_norm)
                 kill_point("update")
                 self.policy.optimizer.step()

@@ -41,6 +41,7 @@ from typing import Generic, TypeVar
 import torch
 
 from agents.learned.policy import MASKED_LOGIT
+from train.learning import policy_forward
 
 __all__ = ["MMDConfig", "Magnet", "magnet_kl", "masked_log_probs"]
 
@@ -120,6 +121,13 @@ class Magnet(Generic[ModuleT]):
             return False
         self.move(policy)
         return True
+
+    @torch.no_grad()
+    def log_probs(self, obs: torch.Tensor, masks: torch.Tensor, products: policy_forward.Products
+                  ) -> torch.Tensor:
+        """The magnet's ``(B, A)`` log-probabilities (``masked_log_probs``), with the trainer's forward
+        and matrix-product precision ``products``."""
+        return masked_log_probs(policy_forward.actor_logits(self.module, obs, products), masks)
 
     @torch.no_grad()
     def move(self, policy: torch.nn.Module) -> None:
