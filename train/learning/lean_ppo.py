@@ -54,7 +54,7 @@ from canasta_env.envs.gym_env import _spaces
 from canasta_env.envs.learner import LearnerBatch, LearnerConfig
 from train.learning import policy_forward
 from train.learning.config import TrainArgs
-from train.learning.mmd import Magnet, MMDConfig, magnet_kl
+from train.learning.mmd import Magnet, MMDConfig, magnet_kl, masked_log_probs
 from train.learning.precision import (
     bf16_matmuls,
     fast_bf16,
@@ -234,8 +234,7 @@ class LeanPPO:
         shard divided by ``size``, so the shards of a minibatch add up to its mean."""
         a = self.args
         logits, values = policy_forward.heads(self.policy, obs, self._products)
-        masked = logits.masked_fill(~masks, MASKED_LOGIT)
-        logp_all = torch.log_softmax(masked, dim=1)
+        logp_all = masked_log_probs(logits, masks)
         logp = logp_all.gather(1, actions[:, None]).squeeze(1)
         entropy = -(probabilities(logp_all) * logp_all).sum(dim=1)
         log_ratio = logp - old_logp

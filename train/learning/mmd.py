@@ -76,7 +76,8 @@ class MMDConfig:
 
 def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``(B, A)`` log-probabilities over the legal actions: illegal logits set to ``MASKED_LOGIT``,
-    then ``log_softmax`` in fp32 or wider (as ``LeanPPO.minibatch_loss`` computes ``logp_all``)."""
+    then ``log_softmax`` in fp32 or wider. The policy's loss (``LeanPPO.minibatch_loss``) and the
+    magnet both use it."""
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return torch.log_softmax(logits.masked_fill(~mask, MASKED_LOGIT), dim=-1)
 
