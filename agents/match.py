@@ -11,21 +11,29 @@ assignment (agent A holds side ``k``, B every other side), margins averaged over
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, raise_illegal
 from canasta_env.engine.cards import WILD_SLOT
-from canasta_env.engine.core import _observe_unchecked, _step_unchecked, check_actions
+from canasta_env.engine.core import State, _observe_unchecked, _step_unchecked, check_actions
 from canasta_env.engine.layout import EV_PILE_TAKE
 from canasta_env.luck import LuckTracker, corrections, luck_weights
 from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
+
+
+class StepHook(Protocol):
+    """Called around every engine step of the live rows (``canasta_env.luck.LuckTracker`` is one)."""
+
+    def before_step(self, state: State, live: npt.NDArray[np.int64]) -> None: ...
+
+    def after_step(self, state: State, live: npt.NDArray[np.int64]) -> None: ...
 
 
 @dataclass
@@ -50,11 +58,16 @@ class GameOutcomes:
 def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLike,
                deals: Sequence[DealId] | Sequence[ExplicitDeal], streams: npt.ArrayLike,
                seed: int = 0, record_seats: Sequence[Sequence[str]] | None = None,
-               record_meta: dict[str, Any] | None = None, *, luck: bool = False) -> GameOutcomes:
+               record_meta: dict[str, Any] | None = None, *, luck: bool = False,
+               hooks: Sequence[Callable[[State], StepHook]] = ()) -> GameOutcomes:
     """Play one hand per game; see the module docstring. With ``record_seats`` (a label per seat of
     every game) each hand is also returned as a game record (``canasta_env.records``); with ``luck``
-    the luck features of every side are tracked (``canasta_env.luck``)."""
+    the luck features of every side are tracked (``canasta_env.luck``). Each of ``hooks`` is built
+    on the dealt state and called around every step, after the agents have acted; a hook may
+    reorder the stock, so no records are kept with hooks."""
     rules = load_rules(rules)
+    if hooks and record_seats is not None:
+        raise ValueError("play_games: game records with step hooks (a hook may change the state)")
     seat_agent = np.asarray(seats, dtype=np.int64)
     games, players = seat_agent.shape
     if players != rules.num_players or len(deals) != games:
@@ -73,6 +86,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
         recorder = BatchRecorder(state, record_seats, deals=explicit, meta=record_meta)
     records: list[Any] = []
     tracker = LuckTracker(state) if luck else None
+    around = [hook(state) for hook in hooks] + ([tracker] if tracker is not None else [])
     pile_takes = np.zeros((games, sides), dtype=np.int64)
     decisions = np.zeros(games, dtype=np.int64)
     while True:
@@ -94,11 +108,11 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
             actions[sel] = agent.act(obs, mask[sel], randoms[int(i)].subset(rows))
         # the state is this loop's own (agents get copies of observations and masks), so only the
         # agents' actions need checking; the kernel flags out-of-range ones illegal
-        if tracker is not None:
-            tracker.before_step(state, live)
+        for hook in around:
+            hook.before_step(state, live)
         result = _step_unchecked(state, check_actions(actions, live.size, "match"), live)
-        if tracker is not None:
-            tracker.after_step(state, live)
+        for hook in around:
+            hook.after_step(state, live)
         if result.illegal.any():
             bad = int(np.flatnonzero(result.illegal)[0])
             raise_illegal(state, int(live[bad]), int(actions[bad]))
@@ -227,11 +241,12 @@ def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
 def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
                deals: int | Sequence[ExplicitDeal], seed: int = 0, rng_seed: int = 0,
                record_to: str | Path | None = None, labels: tuple[str, str] = ("A", "B"), *,
-               luck: bool = False) -> MatchResult:
+               luck: bool = False, hooks: Sequence[Callable[[State], StepHook]] = ()) -> MatchResult:
     """Play each deal once per seating of A; see the module docstring. ``deals`` is a count (deal i
     is ``DealId(seed, i, 0)``) or a list of explicit deals (e.g. from a fixed deal set). With
     ``record_to`` every hand is appended to that JSON-lines file of game records, seats labelled;
-    with ``luck`` the luck corrections of every hand are kept (``canasta_env.luck``)."""
+    with ``luck`` the luck corrections of every hand are kept (``canasta_env.luck``); ``hooks`` go
+    to ``play_games``."""
     rules = load_rules(rules)
     weights = luck_weights(rules) if luck else None
     sides, players = rules.num_sides, rules.num_players
@@ -242,7 +257,8 @@ def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
     seats = np.where(seat_side[None, :] == a_side[:, None], 0, 1)
     record_seats = [[labels[a] for a in row] for row in seats] if record_to is not None else None
     out = play_games(rules, [agent_a, agent_b], seats, dealt * sides,
-                     np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats, luck=luck)
+                     np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats, luck=luck,
+                     hooks=hooks)
     if record_to is not None:
         from canasta_env.records import write_records
 
