@@ -108,15 +108,17 @@ class LuckTracker:
             r, s = rows[now], self._side[now]
             pos = start[now] - 1 - j
             card = state.data[r, stock_at + pos].astype(np.int64)
-            phi = draw_phi(hand[now], self._melds[now], red3[now], pos / self.deck, self.all_red3)
             rem = self.remaining[r].astype(np.float64)
-            expected = np.einsum("nk,nkd->nd", rem / rem.sum(axis=1, keepdims=True), phi)
-            self.features[r, s, _D0:] += phi[np.arange(r.size), card] - expected
+            chance = rem / rem.sum(axis=1, keepdims=True)
+            received = np.zeros((r.size, K))
+            received[np.arange(r.size), card] = 1.0
+            # phi is linear in a one-hot of the kind drawn: phi(received) - phi(expected kind mix)
+            self.features[r, s, _D0:] += draw_phi(hand[now], self._melds[now], red3[now], pos / self.deck,
+                                                  self.all_red3, received - chance)
             self.remaining[r, card] -= 1
             is_red3 = card == C.RED_THREE
             red3[now[is_red3]] += 1
             hand[now[~is_red3], card[~is_red3]] += 1
-
 
 def deal_features(state: State) -> npt.NDArray[np.float64]:
     """(G, sides, len(DEAL_FEATURES)) of every side's dealt cards, right after the deal."""
@@ -157,21 +159,21 @@ def side_red3(state: State, rows: npt.NDArray[np.int64], side: npt.NDArray[np.in
 
 
 def draw_phi(hand: npt.NDArray[np.int64], melds: npt.NDArray[np.bool_], red3: npt.NDArray[np.int64],
-             stock_frac: npt.NDArray[np.float64], all_red3: int) -> npt.NDArray[np.float64]:
-    """(n, K, len(DRAW_FEATURES)): the draw features if the next card were each kind in turn: the
+             stock_frac: npt.NDArray[np.float64], all_red3: int, kinds: npt.NDArray[np.float64]
+             ) -> npt.NDArray[np.float64]:
+    """(n, len(DRAW_FEATURES)): the draw features of a card whose kind is given as ``kinds`` (n, K),
+    one-hot for a card drawn, a distribution for its expectation (the features are linear in it): the
     kind by how it fits the mover's hand (no card of it, one, a pair or a side meld), plain and
     weighted by the share of the deck still in the stock, and a red three that completes a side's set."""
     n = hand.shape[0]
-    phi = np.zeros((n, K, len(DRAW_FEATURES)), dtype=np.float64)
+    phi = np.zeros((n, len(DRAW_FEATURES)), dtype=np.float64)
     fit = np.where(NATURAL, np.where(melds | (hand >= 2), 2, np.minimum(hand, 1)), 0)  # (n, K)
-    col = np.arange(K)[None, :] * _FITS + fit
+    col = (np.arange(K)[None, :] * _FITS + fit).ravel()  # distinct within a row
     rows = np.repeat(np.arange(n), K)
-    kinds = np.tile(np.arange(K), n)
-    phi[rows, kinds, col.ravel()] = 1.0
-    phi[rows, kinds, K * _FITS + col.ravel()] = np.repeat(stock_frac, K)
-    phi[:, C.RED_THREE, 2 * K * _FITS] = red3 == all_red3 - 1
+    phi[rows, col] = kinds.ravel()
+    phi[rows, K * _FITS + col] = (kinds * stock_frac[:, None]).ravel()
+    phi[:, 2 * K * _FITS] = kinds[:, C.RED_THREE] * (red3 == all_red3 - 1)
     return phi
-
 
 @dataclass(frozen=True)
 class LuckWeights:
