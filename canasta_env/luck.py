@@ -120,6 +120,7 @@ class LuckTracker:
             red3[now[is_red3]] += 1
             hand[now[~is_red3], card[~is_red3]] += 1
 
+
 def deal_features(state: State) -> npt.NDArray[np.float64]:
     """(G, sides, len(DEAL_FEATURES)) of every side's dealt cards, right after the deal."""
     g, sides = state.num_games, state.num_sides
@@ -174,6 +175,7 @@ def draw_phi(hand: npt.NDArray[np.int64], melds: npt.NDArray[np.bool_], red3: np
     phi[rows, K * _FITS + col] = (kinds * stock_frac[:, None]).ravel()
     phi[:, 2 * K * _FITS] = kinds[:, C.RED_THREE] * (red3 == all_red3 - 1)
     return phi
+
 
 @dataclass(frozen=True)
 class LuckWeights:
