@@ -23,6 +23,8 @@ from agents import make_agent
 from agents.match import play_match
 from canasta_env.engine import layout as L
 from canasta_env.engine.core import State
+from canasta_env.luck import luck_weights
+from canasta_env.rules import load_rules
 
 TOP = 8  # cards put on top before each draw: a draw of two plus red threes' replacements
 
@@ -66,7 +68,11 @@ def main() -> None:
     parser.add_argument("--deals", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    a, b = (make_agent(name, args.rules) for name in args.agents)
+    try:
+        luck_weights(load_rules(args.rules))  # the rules with fitted weights only
+        a, b = (make_agent(name, args.rules) for name in args.agents)
+    except ValueError as err:
+        parser.error(str(err))
     for label, hooks in (("as dealt", ()), ("seat-locked stock", (SeatLockedStock,))):
         res = play_match(args.rules, a, b, args.deals, seed=args.seed, luck=True, hooks=hooks)
         m = res.margins
