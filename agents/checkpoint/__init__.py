@@ -20,7 +20,14 @@ Every name is importable from here: ``from agents.checkpoint import load_checkpo
 
 from __future__ import annotations
 
-from agents.checkpoint.find import is_complete, latest_checkpoint, latest_name, list_checkpoints
+from agents.checkpoint.find import (
+    CHECKPOINT_NAME,
+    incomplete_after,
+    is_complete,
+    latest_checkpoint,
+    latest_name,
+    list_checkpoints,
+)
 from agents.checkpoint.format import (
     COUNTERS,
     FILES,
@@ -58,11 +65,11 @@ from agents.checkpoint.write import (
 )
 
 __all__ = [
-    "COUNTERS", "FILES", "FORMAT", "KILL_ENV", "LATEST", "LISTED", "MAX_COUNTER", "MAX_FILE_BYTES",
-    "MAX_JSON_BYTES", "MAX_LAYERS", "MAX_POOL", "MAX_SPACE_SIZE", "MAX_UNITS", "META_FILE",
-    "OPTIMIZER_FILE", "POLICY_FILE", "POLICY_KWARGS", "STATE_FILE", "TMP_PREFIX", "VERSIONED",
-    "Checkpoint", "CheckpointError", "allowed_classes", "build_meta", "checkpoint_name",
-    "current_layout", "describe_policy", "describe_space", "is_complete", "kill_point",
+    "CHECKPOINT_NAME", "COUNTERS", "FILES", "FORMAT", "KILL_ENV", "LATEST", "LISTED", "MAX_COUNTER",
+    "MAX_FILE_BYTES", "MAX_JSON_BYTES", "MAX_LAYERS", "MAX_POOL", "MAX_SPACE_SIZE", "MAX_UNITS",
+    "META_FILE", "OPTIMIZER_FILE", "POLICY_FILE", "POLICY_KWARGS", "STATE_FILE", "TMP_PREFIX", "VERSIONED",
+    "Checkpoint", "CheckpointError", "allowed_classes", "build_meta", "checkpoint_name", "current_layout",
+    "describe_policy", "describe_space", "incomplete_after", "is_complete", "kill_point",
     "latest_checkpoint", "latest_name", "list_checkpoints", "load_checkpoint", "package_versions",
     "policy_from_checkpoint", "remove_partial_checkpoints", "restore_rng_state", "rng_state",
     "save_checkpoint", "validate_state", "weights_fit",

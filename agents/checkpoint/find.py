@@ -14,6 +14,8 @@ from typing import Any
 
 from agents.checkpoint.format import FORMAT, LATEST, MAX_JSON_BYTES, META_FILE, POLICY_FILE
 
+CHECKPOINT_NAME = re.compile(r"ckpt_\d+")  # checkpoint_name()'s form
+
 
 def _natural_key(name: str) -> list[Any]:
     return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name) if t]
@@ -46,6 +48,18 @@ def list_checkpoints(run_dir: str | os.PathLike[str]) -> list[Path]:
         return []
     found = [p for p in run_dir.iterdir() if is_complete(p)]
     return sorted(found, key=lambda p: _natural_key(p.name))
+
+
+def incomplete_after(run_dir: str | os.PathLike[str], chosen: Path | None) -> list[str]:
+    """Names of the run's ``ckpt_<digits>`` directories that are incomplete and come after ``chosen``
+    (all of them for None), oldest first: damage that choosing ``chosen`` would pass over."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return []
+    after = _natural_key(chosen.name) if chosen is not None else []
+    return sorted((p.name for p in run_dir.iterdir()
+                   if CHECKPOINT_NAME.fullmatch(p.name) and p.is_dir() and not is_complete(p)
+                   and _natural_key(p.name) > after), key=_natural_key)
 
 
 def latest_name(run_dir: str | os.PathLike[str]) -> str | None:

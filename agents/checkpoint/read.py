@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.checkpoint.find import latest_checkpoint
+from agents.checkpoint.find import incomplete_after, is_complete, latest_checkpoint, latest_name
 from agents.checkpoint.format import (
     COUNTERS,
     FILES,
@@ -108,6 +108,13 @@ def _resolve(path: Path) -> Path:
     if any((path / f).exists() for f in FILES):
         return path
     found = latest_checkpoint(path)
+    damaged = incomplete_after(path, found)
+    named = latest_name(path)
+    if named is not None and (path / named).is_dir() and not is_complete(path / named):
+        damaged = sorted({*damaged, named})
+    if damaged:  # never an older checkpoint in silence
+        older = f"; name a checkpoint folder to use an older one ({found})" if found is not None else ""
+        raise CheckpointError(f"{path}: its latest checkpoint is incomplete ({', '.join(damaged)}){older}")
     if found is None:
         raise CheckpointError(f"{path}: neither a checkpoint ({', '.join(FILES)}) nor a run "
                               "directory holding a complete one")

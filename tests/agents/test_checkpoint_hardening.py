@@ -416,3 +416,18 @@ def test_make_agent_with_an_impossible_or_missing_path_is_an_unknown_agent(name:
     with pytest.raises(ValueError, match="unknown agent") as err:
         make_agent(name, RULES)
     assert len(str(err.value)) < 200
+
+
+@pytest.mark.parametrize("latest", [True, False])
+def test_a_run_whose_newest_checkpoint_is_damaged_is_refused_not_played_older(
+        saved: Path, latest: bool) -> None:
+    run = saved.parent
+    newer = Path(shutil.copytree(saved, run / "ckpt_000000128"))
+    if latest:
+        (run / "latest").write_text(newer.name)
+    make_agent(str(run), RULES)  # the control: both intact, the newest plays
+    policy = newer / "policy.safetensors"
+    policy.write_bytes(policy.read_bytes()[:100])
+    msg = _refused(run, "ckpt_000000128", via="agent")
+    assert "incomplete" in msg and saved.name in msg  # names the older one to use instead
+    make_agent(str(saved), RULES)  # named outright, the older checkpoint still plays

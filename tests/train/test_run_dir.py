@@ -144,6 +144,23 @@ def test_resume_with_every_checkpoint_damaged_stops_and_changes_nothing(
     assert _snapshot(run) == before, "a resume must not start over on a damaged run"
 
 
+@pytest.mark.parametrize("damaged", ["every", "newest"])
+def test_resume_without_latest_never_passes_over_a_damaged_checkpoint(
+        run: Path, damaged: str, capsys: pytest.CaptureFixture[str]) -> None:
+    (run / "latest").unlink()
+    checkpoints = list_checkpoints(run)
+    for ckpt in checkpoints if damaged == "every" else checkpoints[-1:]:
+        policy = ckpt / "policy.safetensors"
+        policy.write_bytes(policy.read_bytes()[:100])  # incomplete: its size no longer matches
+    before = _snapshot(run)
+    args = ["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]
+    assert cli_main(args if damaged == "every" else [*args, "--strict-resume"]) == 2
+    err = capsys.readouterr().err
+    assert "ckpt_000001024 is incomplete" in err and "Traceback" not in err and err.count("\n") == 1
+    assert ("no intact checkpoint" if damaged == "every" else "--strict-resume") in err
+    assert _snapshot(run) == before, "a resume must not start over or write over damaged checkpoints"
+
+
 def test_a_locked_run_directory_is_refused_naming_the_holder(run: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     with FolderLock(run, "run directory"):

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from agents.checkpoint import (
+    CHECKPOINT_NAME,
     LATEST,
     TMP_PREFIX,
     CheckpointError,
+    incomplete_after,
     is_complete,
     latest_name,
     list_checkpoints,
@@ -30,7 +31,6 @@ from agents.checkpoint import (
 from train.common.folder_lock import FolderLock
 
 CONFIG_FILE = "config.json"
-CHECKPOINT_NAME = re.compile(r"ckpt_\d+")
 # What a run writes besides its checkpoint directories; --overwrite deletes these and nothing else.
 RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl")
 
@@ -140,9 +140,11 @@ def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
         except CheckpointError as exc:
             problems.append(f"{path.name} is damaged: {exc}")
             continue
+        problems += [f"{name} is incomplete" for name in incomplete_after(run, path) if name != named]
         if problems:
             _report(run, problems, path, strict)
         return path
+    problems += [f"{name} is incomplete" for name in incomplete_after(run, None) if name != named]
     if problems:
         _report(run, problems, None, strict)
     return None
