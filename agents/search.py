@@ -97,23 +97,56 @@ OPTION_RANGES: dict[str, tuple[float, float]] = {"k": (1, 1024), "n": (1, 64), "
 MAX_WORK = 64 * 32 * 4 * 60
 
 
-def check_search_options(options: dict[str, Any], where: str = "search") -> None:
+def check_search_options(options: dict[str, Any], where: str = "search",
+                         max_steps: int = RuleSet.max_steps_per_hand) -> None:
     """``ValueError`` naming the option when a value is outside its range, the work of a decision
-    (k * n * depth) exceeds ``MAX_WORK``, or the rollout policy is itself a search (a search inside every
-    rollout step of a search never finishes a hand: agent names nest at most two deep)."""
+    (k * n * depth, ``depth=0`` counted as ``max_steps``, the rules' step cap of a hand) exceeds
+    ``MAX_WORK``, ``phases`` names no phase or an unknown one, ``rollout`` comes with ``checkpoint``,
+    or the rollout policy is itself a search (a search inside every rollout step of a search never
+    finishes a hand: agent names nest at most two deep). ``phases`` is a comma-joined string
+    (from a name) or a sequence; an empty sequence (search no phase) is allowed only as a sequence."""
     for key, (low, high) in OPTION_RANGES.items():
         value = options.get(key)
         if value is not None and not low <= value <= high:
             raise ValueError(f"{where}: {key} = {short_repr(value)} is outside [{low}, {high}]")
     k, n, depth = (options.get(key) for key in ("k", "n", "depth"))
-    work = (k or DEFAULT_K) * (n or DEFAULT_N) * max(depth if depth is not None else DEFAULT_DEPTH, 1)
+    depth = DEFAULT_DEPTH if depth is None else depth
+    work = (k or DEFAULT_K) * (n or DEFAULT_N) * (depth if depth > 0 else max_steps)
     if work > MAX_WORK:
-        raise ValueError(f"{where}: k x n x depth = {work:,} rollout steps per decision exceed "
+        shown = f"depth 0 (to the end of the hand: up to {max_steps:,} steps)" if depth == 0 else "depth"
+        raise ValueError(f"{where}: k x n x {shown} = {work:,} rollout steps per decision exceed "
                          f"{MAX_WORK:,}; lower k, n or depth")
+    phases = options.get("phases")
+    if phases is not None:
+        _phase_names(phases, where)
     rollout = options.get("rollout")
+    if rollout is not None and options.get("checkpoint") is not None:
+        raise ValueError(f"{where}: rollout = {short_repr(rollout)} and checkpoint = "
+                         f"{short_repr(options['checkpoint'])} both name the rollout policy; give one")
     if isinstance(rollout, str) and rollout.strip().split(":")[0].strip() == "search":
-        raise ValueError(f"{where}: rollout = {short_repr(rollout)}: a search cannot roll out with a "
-                         "search (names nest at most two deep: search:rollout=AGENT)")
+        raise _nested_search(where, rollout)
+
+
+def _nested_search(where: str, rollout: Any) -> ValueError:
+    """The error for a rollout policy that is itself a search."""
+    return ValueError(f"{where}: rollout = {short_repr(rollout)}: a search cannot roll out with a "
+                      "search (names nest at most two deep: search:rollout=AGENT)")
+
+
+def _phase_names(phases: str | tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The phases that ``phases`` names (comma-joined text or a sequence); ``ValueError`` for an
+    unknown phase, an empty entry, or text that names none."""
+    text = isinstance(phases, str)
+    if not text and not isinstance(phases, (tuple, list)):
+        raise ValueError(f"{where}: phases = {short_repr(phases)} is neither text nor a sequence of phases")
+    names = tuple(p.strip() for p in phases.split(",")) if text else tuple(phases)
+    if text and not any(names):
+        raise ValueError(f"{where}: phases names no phase; choose from {', '.join(PHASES)}")
+    unknown = [p for p in names if p not in PHASES]
+    if unknown:
+        what = "phases has an empty entry" if "" in unknown else f"unknown phases {unknown}"
+        raise ValueError(f"{where}: {what}; choose from {', '.join(PHASES)}")
+    return names
 
 
 def search_options(spec: str) -> dict[str, Any]:
@@ -162,7 +195,7 @@ class SearchAgent:
     needs_observations = True
 
     def __init__(self, rules: RuleSet | str, k: int | None = None, n: int = DEFAULT_N,
-                 depth: int | None = None, rollout: str = "heuristic",
+                 depth: int | None = None, rollout: str | None = None,
                  checkpoint: str | None = None, seed: int = 0, guard: float = DEFAULT_GUARD,
                  min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES) -> None:
         from agents import make_agent
@@ -173,17 +206,18 @@ class SearchAgent:
             k = default_k(self.rules)
         if depth is None:
             depth = default_depth(self.rules)
+        self.max_steps = int(self.rules.resolved().max_steps_per_hand)
         check_search_options({"k": k, "n": n, "depth": depth, "seed": seed, "guard": guard,
-                              "min_gain": min_gain, "rollout": rollout})
+                              "min_gain": min_gain, "rollout": rollout, "checkpoint": checkpoint,
+                              "phases": phases}, max_steps=self.max_steps)
         self.k, self.n, self.depth, self.seed = int(k), int(n), int(depth), int(seed)
         self.policy: Agent = (make_agent("policy", self.rules, checkpoint=checkpoint)
-                              if checkpoint is not None else make_agent(rollout, self.rules))
-        self.max_steps = int(self.rules.resolved().max_steps_per_hand)
+                              if checkpoint is not None
+                              else make_agent("heuristic" if rollout is None else rollout, self.rules))
+        if isinstance(self.policy, SearchAgent):  # a search by another name (module:attribute, ...)
+            raise _nested_search("search", rollout)
         self.guard, self.min_gain = float(guard), float(min_gain)
-        names = tuple(p for p in (phases.split(",") if isinstance(phases, str) else phases) if p)
-        unknown = [p for p in names if p not in PHASES]
-        if unknown:
-            raise ValueError(f"search: unknown phases {unknown}; choose from {PHASES}")
+        names = _phase_names(phases, "search")
         self.phases = np.array([p in names for p in PHASES] + [False], dtype=np.bool_)
         self._phase_at = int(ObsDecoder(self.rules).offsets[PIECE_ORDER.index("phase")])
         self.stats: dict[str, int] = {}

@@ -135,12 +135,15 @@ def style_config(spec: str, rules: RuleSet) -> HeuristicConfig:
         raise ValueError(f"heuristic style {short_repr(spec)} is empty; name a profile "
                          f"({', '.join(STYLES)}) or FIELD=VALUE pairs")
     changes: dict[str, float] = {}
+    given: set[str] = set()  # FIELD=VALUE fields: each once (they may override the profile's)
     for i, part in enumerate(p.strip() for p in spec.split(",")):
         if "=" not in part:
             if i > 0 or part not in STYLES:
-                where = "first" if i == 0 else f"part {i + 1}"
-                raise ValueError(f"heuristic style {short_repr(spec)}: {short_repr(part)} ({where}) is not "
-                                 f"a profile; profiles: {', '.join(STYLES)} (first), then FIELD=VALUE")
+                where, what = ("first", "is not a profile") if i == 0 else (
+                    f"part {i + 1}", "is a profile, but only the first part may name one" if part in STYLES
+                    else "is not FIELD=VALUE (only the first part may name a profile)")
+                raise ValueError(f"heuristic style {short_repr(spec)}: {short_repr(part)} ({where}) {what}; "
+                                 f"profiles: {', '.join(STYLES)} (first), then FIELD=VALUE")
             style = STYLES[part]
             two_card = (rules.resolved().draw_count or 1) >= 2
             changes.update(style.fields, **(style.two_card if two_card else style.one_card))
@@ -149,6 +152,9 @@ def style_config(spec: str, rules: RuleSet) -> HeuristicConfig:
         if key not in FIELDS:
             raise ValueError(f"heuristic style {short_repr(spec)}: unknown field {short_repr(key)}; "
                              f"fields: {', '.join(FIELDS)}")
+        if key in given:
+            raise ValueError(f"heuristic style {short_repr(spec)}: {key} is given twice")
+        given.add(key)
         try:
             value = float(text)
         except ValueError:

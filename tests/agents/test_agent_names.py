@@ -10,6 +10,7 @@ import pytest
 
 from agents import make_agent
 from agents.search import MAX_WORK, check_search_options
+from canasta_env.rules import load_rules
 from train.cli.main import main as cli_main
 
 BAD_SEARCH = {
@@ -32,6 +33,18 @@ BAD_SEARCH = {
     "search:bogus=1": "unknown option",
     "search:k=2,k=3": "given twice",
     "search:k": "is not OPTION=VALUE",
+    # depth 0 plays to the end of the hand: counted as the rules' step cap, not as one step
+    "search:k=1024,n=64,depth=0": "depth 0 (to the end of the hand: up to 4,000 steps)",
+    # a search under its module:attribute name is still a search
+    "search:rollout=agents.search:SearchAgent": "cannot roll out with a search",
+    "search:rollout=heuristic:bogus,checkpoint=agents/zoo/classic_2p": "both name the rollout policy",
+    "search:rollout=os:system,checkpoint=agents/zoo/classic_2p": "both name the rollout policy",
+    "search:checkpoint=agents/zoo/classic_2p,rollout=heuristic": "both name the rollout policy",
+    "search:rollout=os:system": "standard-library module",
+    "search:rollout=heuristic:bogus": "'bogus' (first) is not a profile",
+    "search:phases=+": "phases names no phase",
+    "search:phases=++": "phases names no phase",
+    "search:phases=draw+": "phases has an empty entry",
 }
 
 
@@ -52,6 +65,22 @@ def test_search_names_within_range_build() -> None:
 def test_direct_keyword_options_get_the_same_checks() -> None:
     with pytest.raises(ValueError, match="k = 5000 is outside"):
         make_agent("search", "classic_2p", k=5000)
+    with pytest.raises(ValueError, match="both name the rollout policy"):
+        make_agent("search", "classic_2p", rollout="greedy", checkpoint="agents/zoo/classic_2p")
+    with pytest.raises(ValueError, match="cannot roll out with a search"):
+        make_agent("search", "classic_2p", k=2, n=2, depth=4, rollout="agents.search:SearchAgent")
+    with pytest.raises(ValueError, match="phases names no phase"):
+        make_agent("search", "classic_2p", phases="")
+
+
+def test_depth_zero_counts_the_rules_step_cap() -> None:
+    """``depth=0`` (to the end of the hand) costs up to ``max_steps_per_hand`` steps per rollout."""
+    assert make_agent("search:depth=0", "classic_2p").depth == 0  # 16 x 4 x 4,000: inside
+    check_search_options({"k": 2, "n": 2, "depth": 0}, max_steps=100_000)
+    with pytest.raises(ValueError, match="up to 200,000 steps"):
+        check_search_options({"k": 2, "n": 2, "depth": 0}, max_steps=200_000)
+    with pytest.raises(ValueError, match="rollout steps per decision exceed"):
+        make_agent("search", load_rules("classic_2p", max_steps_per_hand=200_000), k=2, n=2, depth=0)
 
 
 @pytest.mark.parametrize("command", [

@@ -44,7 +44,11 @@ def test_fields_override_a_profile_and_stand_alone() -> None:
 
 @pytest.mark.parametrize(("name", "says"), [
     ("heuristic:nope", "'nope' (first) is not a profile"),
-    ("heuristic:eager,hoarder", "'hoarder' (part 2) is not a profile"),
+    ("heuristic:eager,hoarder", "'hoarder' (part 2) is a profile, but only the first part may name one"),
+    ("heuristic:eager,eager", "'eager' (part 2) is a profile, but only the first part may name one"),
+    ("heuristic:eager,nope", "'nope' (part 2) is not FIELD=VALUE"),
+    ("heuristic:freeze_pile=6,freeze_pile=7", "freeze_pile is given twice"),
+    ("heuristic:pile_fighter,freeze_pile=6, freeze_pile =7", "freeze_pile is given twice"),
     ("heuristic:eager,colour=3", "unknown field 'colour'"),
     ("heuristic:freeze_pile=lots", "freeze_pile = 'lots' is not a finite number"),
     ("heuristic:freeze_pile=nan", "is not a finite number"),
