@@ -19,11 +19,12 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from canasta_env.engine import DealId, ExplicitDeal, init_from_deals, raise_illegal
+from canasta_env.engine import DealId, ExplicitDeal, IllegalActionError, init_from_deals, raise_illegal
 from canasta_env.engine.cards import WILD_SLOT
 from canasta_env.engine.core import State, _observe_unchecked, _step_unchecked, check_actions
 from canasta_env.engine.layout import EV_PILE_TAKE
 from canasta_env.luck import LuckTracker, corrections, luck_weights
+from canasta_env.messages import one_line, short_repr
 from canasta_env.policy import Agent, RowRandom, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -59,12 +60,15 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
                deals: Sequence[DealId] | Sequence[ExplicitDeal], streams: npt.ArrayLike,
                seed: int = 0, record_seats: Sequence[Sequence[str]] | None = None,
                record_meta: dict[str, Any] | None = None, *, luck: bool = False,
-               hooks: Sequence[Callable[[State], StepHook]] = ()) -> GameOutcomes:
+               hooks: Sequence[Callable[[State], StepHook]] = (),
+               names: Sequence[str] | None = None) -> GameOutcomes:
     """Play one hand per game; see the module docstring. With ``record_seats`` (a label per seat of
     every game) each hand is also returned as a game record (``canasta_env.records``); with ``luck``
     the luck features of every side are tracked (``canasta_env.luck``). Each of ``hooks`` is built
     on the dealt state and called around every step, after the agents have acted; a hook may
-    reorder the stock, so no records are kept with hooks."""
+    reorder the stock, so no records are kept with hooks. An agent that fails in play (``act``
+    raises, returns no integer per decision, or an illegal action) is a one-line ``ValueError``
+    naming it (by ``names[i]``, else its index and class)."""
     rules = load_rules(rules)
     if hooks and record_seats is not None:
         raise ValueError("play_games: game records with step hooks (a hook may change the state)")
@@ -105,7 +109,8 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
                 obs = _observe_unchecked(state, movers[sel], rows)
             else:
                 obs = np.zeros((rows.size, 0), dtype=np.float32)
-            actions[sel] = agent.act(obs, mask[sel], randoms[int(i)].subset(rows))
+            actions[sel] = _act(agent, _name(agents, names, int(i)), obs, mask[sel],
+                                randoms[int(i)].subset(rows))
         # the state is this loop's own (agents get copies of observations and masks), so only the
         # agents' actions need checking; the kernel flags out-of-range ones illegal
         for hook in around:
@@ -115,13 +120,32 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
             hook.after_step(state, live)
         if result.illegal.any():
             bad = int(np.flatnonzero(result.illegal)[0])
-            raise_illegal(state, int(live[bad]), int(actions[bad]))
+            try:
+                raise_illegal(state, int(live[bad]), int(actions[bad]))
+            except IllegalActionError as exc:
+                raise IllegalActionError(f"agent {_name(agents, names, int(acting[bad]))} (seat "
+                                         f"{movers[bad]}): {exc}") from None
         if recorder is not None:
             records.extend(recorder.record(actions, result, live))
         decisions[live] += 1
         took = (result.events & EV_PILE_TAKE) != 0
         np.add.at(pile_takes, (live[took], movers[took] % sides), 1)
     return _outcomes(state, decisions, pile_takes, records, None if tracker is None else tracker.features)
+
+
+def _name(agents: Sequence[Agent], names: Sequence[str] | None, i: int) -> str:
+    """How errors name agent ``i``."""
+    return short_repr(names[i]) if names is not None else f"#{i} ({type(agents[i]).__name__})"
+
+
+def _act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+         rng: RowRandom) -> npt.NDArray[np.int64]:
+    """The agent's actions for a batch of decisions, checked: one integer per decision."""
+    try:
+        got = agent.act(obs, mask, rng)
+    except Exception as exc:  # any agent's code, the user's included: one line naming it
+        raise ValueError(f"agent {name}: act() raised {type(exc).__name__}: {one_line(exc)}") from exc
+    return check_actions(got, mask.shape[0], f"agent {name}: act()")
 
 
 def _outcomes(state: Any, decisions: npt.NDArray[np.int64], pile_takes: npt.NDArray[np.int64],
@@ -258,7 +282,7 @@ def play_match(rules: RuleSet | str, agent_a: Agent, agent_b: Agent,
     record_seats = [[labels[a] for a in row] for row in seats] if record_to is not None else None
     out = play_games(rules, [agent_a, agent_b], seats, dealt * sides,
                      np.arange(n * sides) % n * sides + a_side, rng_seed, record_seats, luck=luck,
-                     hooks=hooks)
+                     hooks=hooks, names=labels)
     if record_to is not None:
         from canasta_env.records import write_records
 
@@ -297,9 +321,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.luck_correction:
             luck_weights(rules)  # refuse rules without fitted weights before building agents
         result = play_match(rules, make_agent(args.a, rules), make_agent(args.b, rules), args.deals,
-                            args.seed, luck=args.luck_correction)
+                            args.seed, labels=(args.a, args.b), luck=args.luck_correction)
     except (ValueError, OSError, ModuleNotFoundError) as exc:  # a user's mistake: one line, status 2
-        from canasta_env.messages import missing_extra, one_line
+        from canasta_env.messages import missing_extra
 
         advice = missing_extra(exc)
         if isinstance(exc, ModuleNotFoundError) and advice is None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -89,3 +90,31 @@ def test_envs_take_opponents_by_name() -> None:
         gymnasium.make("canasta_env:Canasta-v0", opponent="nonesuch")
     with pytest.raises(ValueError, match="opponent must be an agent name or an object with act"):
         CanastaVecEnv(4, "classic_2p", opponent=42)
+
+
+class _Raises:
+    def act(self, obs: Any, mask: Any, rng: Any) -> Any:
+        raise RuntimeError("boom\non two lines")
+
+
+class _Returns:
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def act(self, obs: Any, mask: Any, rng: Any) -> Any:
+        return self.make(mask)
+
+
+@pytest.mark.parametrize(("bot", "says"), [
+    (_Raises(), "act() raised RuntimeError: boom on two lines"),
+    (_Returns(lambda m: None), "actions must be a 1-D sequence of integers, got None"),
+    (_Returns(lambda m: np.zeros(0, dtype=np.int64)), "expected"),
+    (_Returns(lambda m: m.argmax(axis=1) + 0.5), "must hold integers"),  # never truncated to a move
+    (_Returns(lambda m: np.full(m.shape[0], 99999)), "(seat 1): row 0: action 99999 (out of range)")])
+def test_an_agent_that_fails_in_play_is_named_in_one_line(bot: Any, says: str) -> None:
+    from agents.match import play_match
+
+    with pytest.raises(ValueError) as err:
+        play_match("classic_2p", make_agent("heuristic", "classic_2p"), bot, 2, labels=("heuristic", "mine"))
+    msg = str(err.value)
+    assert msg.startswith("agent 'mine'") and says in msg and "\n" not in msg, msg
