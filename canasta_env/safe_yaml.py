@@ -10,7 +10,8 @@ whose one-line message names the file, and where it can, the line. What it refus
   option file has no use for them;
 - nesting deeper than ``max_depth`` collections and more than ``max_nodes`` nodes, so that parsing
   stops early instead of recursing or running for seconds;
-- integers longer than 64 characters (``int()`` of a long digit string is quadratic);
+- integers longer than 64 characters (``int()`` of a long digit string is quadratic), and YAML
+  1.1's base-60 numbers (``hands: 1:00`` would silently be 60);
 - duplicate keys (PyYAML silently keeps the last one), non-string option names, a top level that
   is not a mapping (a list, a scalar, ``null``), and an empty file unless ``allow_empty`` (a
   file of only comments is an empty mapping: it was written on purpose).
@@ -96,9 +97,20 @@ def _loader_class() -> type:
             if len(node.value) > MAX_INT_CHARS:
                 raise _Refused(f"line {node.start_mark.line + 1}: an integer of {len(node.value)} "
                                f"characters (at most {MAX_INT_CHARS})")
+            _no_base_60(node)
             return super().construct_yaml_int(node)
 
+        def construct_yaml_float(self, node: Any) -> Any:
+            _no_base_60(node)
+            return super().construct_yaml_float(node)
+
+    def _no_base_60(node: Any) -> None:
+        if ":" in str(node.value):  # YAML 1.1 reads `1:30` as 90: a time or a ratio read as a number
+            raise _Refused(f"line {node.start_mark.line + 1}: {short_repr(node.value)} is a YAML 1.1 "
+                           "base-60 number; write the number itself, or quote it")
+
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
     return Loader
 
 

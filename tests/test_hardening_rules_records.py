@@ -90,6 +90,13 @@ def test_deep_nesting_is_refused(tmp_path: Path, depth: int) -> None:
     _refused(path, "line 2: nested deeper than 3 levels")
 
 
+@pytest.mark.parametrize("value", ["1:00", "1:30:00", "-2:30", "1:30:00.5"])
+def test_base_60_numbers_are_refused_not_read_as_seconds(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "clock.yaml"
+    path.write_text(f"name: x\ntarget_score: {value}\n")
+    _refused(path, f"line 2: '{value}' is a YAML 1.1 base-60 number")
+
+
 def test_legitimate_files_fit_the_limits() -> None:
     for name in preset_names():
         assert load_rules(name).name == name
