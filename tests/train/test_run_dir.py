@@ -161,6 +161,28 @@ def test_resume_without_latest_never_passes_over_a_damaged_checkpoint(
     assert _snapshot(run) == before, "a resume must not start over or write over damaged checkpoints"
 
 
+def test_resume_without_config_json_takes_the_checkpoint_s_options_and_says_so(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (run / "config.json").unlink()
+    before = _snapshot(run)
+    assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--net_arch", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "config.json is missing; resuming with the options" in err and "ckpt_000001024" in err
+    assert "keeps the run's net_arch" in err and "meta.json" in err  # the stored options, not defaults
+    assert _snapshot(run) == before
+
+
+def test_a_directory_in_place_of_latest_is_refused_before_training(
+        run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (run / "latest").unlink()
+    (run / "latest").mkdir()
+    before = _snapshot(run)
+    assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]) == 2
+    err = capsys.readouterr().err
+    assert "latest: not a file" in err and err.count("\n") == 1
+    assert _snapshot(run) == before
+
+
 def test_a_locked_run_directory_is_refused_naming_the_holder(run: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     with FolderLock(run, "run directory"):

@@ -56,7 +56,7 @@ def _keep_identity(stored: dict[str, Any], given: dict[str, Any], where: Path) -
 
 def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = False) -> int:
     """Shared entry point of ``canasta train``, ``canasta selfplay`` and ``canasta league``."""
-    from train.common.run_dir import read_config
+    from train.common.run_dir import resume_config
 
     skip = {"config", "resume", "overwrite", "strict_resume", "command", "debug", "_run"}
     overrides = {k: v for k, v in vars(ns).items() if k not in skip}
@@ -70,8 +70,7 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
                                                                                       "run"))))
     args = load_args(None, given, source=ns.config)
     if ns.resume:  # the stored config is the base; the config file and the flags override it
-        stored = Path(args.run_dir) / "config.json"
-        base = read_config(Path(args.run_dir))
+        base, stored = resume_config(Path(args.run_dir))
         _keep_identity(base, given, stored)
         args = load_args(None, {**base, **given}, source=str(stored))
     with catch_stop_signals() as stop:

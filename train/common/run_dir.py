@@ -20,10 +20,12 @@ from typing import Any
 from agents.checkpoint import (
     CHECKPOINT_NAME,
     LATEST,
+    META_FILE,
     TMP_PREFIX,
     CheckpointError,
     incomplete_after,
     is_complete,
+    latest_checkpoint,
     latest_name,
     list_checkpoints,
     load_checkpoint,
@@ -85,6 +87,8 @@ def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
     if resume and not exists:
         raise RunDirError(f"{run}: --resume, but this folder holds no run (no {CONFIG_FILE}, "
                           "checkpoint or 'latest'); check the path")
+    if exists and not overwrite and (run / LATEST).exists() and not (run / LATEST).is_file():
+        raise RunDirError(f"{run / LATEST}: not a file (it names the latest checkpoint); remove it")
     if exists and not (resume or overwrite):
         raise RunDirError(f"{run}: already holds a run; pass --resume to continue it, --overwrite to "
                           "replace it, or choose another --run-dir")
@@ -109,6 +113,26 @@ def read_config(run: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: expected a JSON object of training options")
     return data
+
+
+def resume_config(run: Path) -> tuple[dict[str, Any], Path]:
+    """The options a resume starts from, and where they were read: the run's ``config.json``, or
+    when it is missing, the ones its newest complete checkpoint was saved with (reported on stderr:
+    never the defaults in silence)."""
+    path = run / CONFIG_FILE
+    if path.is_file() or latest_checkpoint(run) is None:
+        return read_config(run), path
+    meta = latest_checkpoint(run) / META_FILE  # type: ignore[operator]
+    try:
+        config = json.loads(meta.read_text(encoding="utf-8"))["config"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RunDirError(f"{path}: missing, and {meta} holds no training options ({exc}); write "
+                          f"{CONFIG_FILE} or start afresh with --overwrite") from None
+    if not isinstance(config, dict):
+        raise RunDirError(f"{meta}: 'config' is not a mapping of training options")
+    print(f"warning: {path} is missing; resuming with the options {meta} was saved with",
+          file=sys.stderr, flush=True)
+    return config, meta
 
 
 def write_config(run: Path, config: dict[str, Any]) -> None:
