@@ -214,6 +214,7 @@ class MatchResult:
 
 
 LUCK_FOLDS = 10
+MAX_DEALS = 10**7  # agents.match on the command line: more deals than this is a typo
 
 
 def luck_summary(name: str, plain: npt.NDArray[np.float64], correction: npt.NDArray[np.float64],
@@ -316,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--luck-correction", action="store_true",
                         help="also report the luck-corrected margin and win rate (canasta_env.luck)")
     args = parser.parse_args(argv)
+    if not 1 <= args.deals <= MAX_DEALS:
+        parser.error(f"--deals {args.deals}: want 1 to {MAX_DEALS:,} deals")
     try:
         rules = load_rules(args.preset)
         if args.luck_correction:

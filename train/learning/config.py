@@ -146,7 +146,7 @@ def _check_types(data: dict[str, Any], where: str) -> None:
     for f in dataclasses.fields(TrainArgs):
         if f.name in data and not _fits(data[f.name], str(f.type)):
             raise ValueError(f"{where}: training option {f.name!r} = {short_repr(data[f.name])} "
-                             f"is not a {f.type}")
+                             f"is not of type {f.type}")
 
 
 # field -> (low, high): inclusive bounds every run must respect
