@@ -118,3 +118,14 @@ def test_an_agent_that_fails_in_play_is_named_in_one_line(bot: Any, says: str) -
         play_match("classic_2p", make_agent("heuristic", "classic_2p"), bot, 2, labels=("heuristic", "mine"))
     msg = str(err.value)
     assert msg.startswith("agent 'mine'") and says in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("deals", ["0", "-3", "99999999999999999999"])
+def test_agents_match_refuses_a_deal_count_out_of_bounds(
+        deals: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from agents.match import main
+
+    with pytest.raises(SystemExit) as code:
+        main(["classic_2p", "heuristic", "greedy", "--deals", deals])
+    err = capsys.readouterr().err
+    assert code.value.code == 2 and f"--deals {deals}: want 1 to 10,000,000 deals" in err
