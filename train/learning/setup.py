@@ -32,17 +32,25 @@ class RunSetup:
     stop: StopRequest | None = None
 
 
+def _agent(option: str, name: str, rules: RuleSet) -> Any:
+    """The agent ``name`` of training option ``option``; its error names the option."""
+    from agents import make_agent
+
+    try:
+        return make_agent(name, rules)
+    except ValueError as exc:
+        raise ValueError(f"training option {option}: {exc}") from None
+
+
 def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
             stop: StopRequest | None = None) -> RunSetup:
     """Build every agent the run names and check what can be checked before anything is written;
     a mistake is a ``ValueError`` naming the option."""
-    from agents import make_agent
-
     _check_rollout_memory(args, rules)
     _check_cpus(args)
-    opponent: Any = None if selfplay else make_agent(args.opponent, rules)
+    opponent: Any = None if selfplay else _agent("opponent", args.opponent, rules)
     for name in args.eval_opponents:  # refused now rather than at the first evaluation
-        make_agent(name, rules)
+        _agent("eval_opponents", name, rules)
     if args.ray is not None:
         if not lean(args):
             raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
@@ -51,11 +59,11 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
         connect_for(args)  # an unreachable or too small cluster is refused before anything is written
     _check_league(args, selfplay)
     for name in args.exploiter_also:
-        make_agent(name, rules)
-    league = {name: make_agent(name, rules) for name in args.league}
-    teacher = make_agent(args.imitate, rules) if args.imitate is not None else None
+        _agent("exploiter_also", name, rules)
+    league = {name: _agent("league", name, rules) for name in args.league}
+    teacher = _agent("imitate", args.imitate, rules) if args.imitate is not None else None
     if args.imitate_opponent not in (None, IMITATE_LEAGUE):
-        make_agent(args.imitate_opponent, rules)
+        _agent("imitate_opponent", args.imitate_opponent, rules)
     init = load_init(args, rules)
     if args.eval_deal_set is not None:
         from canasta_env.deal_sets import load_deal_set
