@@ -27,6 +27,9 @@ FORMAT = "canasta-deal-set"
 _PACKAGE_DIR = "deal_sets"
 
 
+MAX_NAME_CHARS = 128  # a rule set's name (at most 100) and a version
+
+
 @dataclass(frozen=True)
 class DealSet:
     """Explicit deals for one preset. ``name`` is ``{preset}-{version}`` for shipped sets."""
@@ -53,7 +56,8 @@ class DealSet:
         if count < 1:
             raise ValueError(f"{what} {count} must be at least 1")
         if count > len(self):
-            raise ValueError(f"{what} {count}: the deal set {self.name} holds fewer deals ({len(self)})")
+            raise ValueError(f"{what} {count}: the deal set {short_repr(self.name)} holds fewer deals "
+                             f"({len(self)})")
         return self.deals(range(count))
 
     def reference(self, i: int) -> str:
@@ -151,6 +155,10 @@ def _read_deal_set(path: Path) -> DealSet:
                          f"({', '.join(keys)})")
     if meta["format"] != FORMAT:
         raise ValueError(f"{where}: format {short_repr(meta['format'])}, expected {FORMAT!r}")
+    for key in ("name", "preset", "version"):  # they name deals in results, tables and pages
+        if not 0 < len(meta[key]) <= MAX_NAME_CHARS or not meta[key].isprintable():
+            raise ValueError(f"{where}: {key} {short_repr(meta[key])} is not a printable name of 1 to "
+                             f"{MAX_NAME_CHARS} characters")
     if not (orders.dtype.kind in "iu" and dealers.dtype.kind in "iu" and orders.ndim == 2
             and dealers.shape == orders.shape[:1]):
         raise ValueError(f"{where}: orders {orders.dtype}{list(orders.shape)} and dealers "

@@ -300,6 +300,10 @@ def test_edited_deal_set_files_are_refused_naming_the_file(tmp_path: Path,
              (saved("flat.npz", orders[0], dealers), "are not N deals of card kinds"),
              (saved("float.npz", orders.astype(float), dealers), "float64"),
              (saved("short.npz", orders, dealers[:1]), "are not N deals")]
+    for key, value in (("name", "x\x1b[2J"), ("version", "v" * 200), ("preset", "")):
+        meta = {"format": deal_sets.FORMAT, "name": "t", "preset": "classic_2p", "version": "v1",
+                "sha256": deal_sets._digest(orders.astype(np.int8), dealers.astype(np.int8)), key: value}
+        cases.append((saved(f"{key}.npz", orders, dealers, meta=meta), f"{key} .* is not a printable name"))
     for path, match in cases:
         with pytest.raises(ValueError, match=match) as info:
             deal_sets.load_deal_set(path, "classic_2p")
