@@ -6,17 +6,18 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import numpy.typing as npt
 
 from canasta_env.messages import short_repr
 from train.evaluation.hand_table import hand_columns, labelled
 
 FORMAT = "canasta-tournament"
+DAMAGED = "the hand log is damaged: restore it, or delete hands.csv to replay every hand"
 
 
 # What a tournament writes in its --out folder besides tournament.json (train.evaluation.tournament_report)
@@ -76,49 +77,65 @@ class HandLog:
         else:
             cfg_path.write_text(json.dumps(wanted, indent=2))
 
-    def load(self) -> list[dict[str, str]]:
-        """Rows of the log (a torn last line from an interruption is dropped)."""
+    def load(self) -> tuple[list[int], list[list[str]]]:
+        """The log's rows and their line numbers (a torn last line from an interruption is dropped,
+        blank lines skipped); a header that is not the log's, or a row that does not fill its
+        columns, is a ``ValueError`` naming ``hands.csv:LINE``."""
         if not self.path.exists():
-            return []
+            return [], []
+        raw = self.path.read_bytes()
         try:
-            with self.path.open(newline="", encoding="utf-8") as f:
-                text = f.read()
-        except UnicodeDecodeError:
-            raise ValueError(f"{self.path}: not UTF-8 text, so not a tournament hand log") from None
-        lines = text.splitlines(keepends=True)
-        if lines and not lines[-1].endswith("\n"):
-            lines = lines[:-1]
-        rows = list(csv.DictReader(lines))
-        if rows and list(rows[0].keys()) != self.columns:
-            raise ValueError(f"{self.path}: columns {list(rows[0].keys())} are not a tournament hand log")
-        return [r for r in rows if None not in r.values()]
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise ValueError(f"{self.path}: not UTF-8 text (line {line}), so not a tournament hand "
+                             "log") from None
+        lines = [part + "\n" for part in text.split("\n")[:-1]]  # the last part: "" or a torn line
+        reader = csv.reader(lines)
+        header = next(reader, None)
+        if header is not None and header != self.columns:
+            raise ValueError(f"{self.path}:1: columns {short_repr(header, 200)} are not a tournament "
+                             "hand log")
+        numbers, rows = [], []
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(self.columns):
+                raise ValueError(f"{self.path}:{reader.line_num}: {len(row)} fields, want "
+                                 f"{len(self.columns)} (the columns of its header); {DAMAGED}")
+            numbers.append(reader.line_num)
+            rows.append(row)
+        return numbers, rows
 
-    def rewrite(self, rows: list[dict[str, str]]) -> None:
+    def rewrite(self, rows: list[list[str]]) -> None:
         """Keep only ``rows`` (complete units) before appending more."""
         tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, self.columns)
-            writer.writeheader()
+        with tmp.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(self.columns)
             writer.writerows(rows)
         os.replace(tmp, self.path)
 
-    def keep_records(self, done: set[tuple[int, int]]) -> None:
-        """Drop the game records of units not in ``done`` (written before an interruption)."""
-        if not self.records_path.exists():
-            return
-        kept = []
-        for line in self.records_path.read_text().splitlines(keepends=True):
-            try:
-                meta = json.loads(line).get("meta", {})
-                ours = line.endswith("\n") and (meta.get("tournament_match"),
-                                                  meta.get("tournament_unit")) in done
-            except (ValueError, RecursionError, AttributeError, TypeError):
-                continue  # a torn last line, or a line that is not a record of this tournament
-            if ours:
-                kept.append(line)
+    def keep_records(self, games: dict[tuple[int, int], int]) -> tuple[set[tuple[int, int]], list[int]]:
+        """Cut the game records back to those of the finished units ``games`` (unit -> its number
+        of games); return the units among them whose records are not all there once (lost in a crash,
+        cut or repeated in the file: their hands are to be replayed, records and all) and the numbers
+        of the lines dropped that are not game records of this tournament (damaged or edited).
+        Records of units that did not finish (written before an interruption), blank lines and a
+        torn last line are dropped too."""
+        if not self.records_path.exists() and not games:
+            return set(), []
+        raw = self.records_path.read_bytes() if self.records_path.exists() else b""
+        lines = raw.split(b"\n")[:-1]  # the last part: b"" or a torn line
+        units = [_record_unit(line) for line in lines]
+        found = Counter(units)
+        short = {u for u, count in games.items() if found[u] != count}
+        kept = [line + b"\n" for line, u in zip(lines, units, strict=True) if u in games and u not in short]
         tmp = self.records_path.with_suffix(".tmp")
-        tmp.write_text("".join(kept))
+        tmp.write_bytes(b"".join(kept))
         os.replace(tmp, self.records_path)
+        return short, [n for n, (line, u) in enumerate(zip(lines, units, strict=True), start=1)
+                       if u is None and line.strip()]
 
     def append_records(self, records: list[Any]) -> None:
         from canasta_env.records import write_records
@@ -129,7 +146,7 @@ class HandLog:
         """Append one finished unit and force it to disk (after its game records: a unit counts
         as done once its hands are in the log)."""
         new = not self.path.exists()
-        with self.path.open("a", newline="") as f:
+        with self.path.open("a", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             if new:
                 writer.writerow(self.columns)
@@ -139,18 +156,12 @@ class HandLog:
             os.fsync(f.fileno())
 
 
-def parse_rows(rows: list[dict[str, str]], labels: list[str]) -> dict[str, npt.NDArray[Any]]:
-    index = {name: i for i, name in enumerate(labels)}
-    cols: dict[str, npt.NDArray[Any]] = {}
-    for c in rows[0]:
-        if c == "deal_ref":
-            continue
-        if c == "seats":
-            cols[c] = np.array([[index[s] for s in r[c].split("|")] for r in rows], dtype=np.int64)
-        elif c.endswith("_entrant"):
-            cols[c] = np.array([index[r[c]] for r in rows], dtype=np.int64)
-        elif "_luck" in c:
-            cols[c] = np.array([float(r[c]) for r in rows], dtype=np.float64)
-        else:
-            cols[c] = np.array([int(r[c]) for r in rows], dtype=np.int64)
-    return cols
+def _record_unit(line: bytes) -> tuple[int, int] | None:
+    """The unit (match, unit index) a line of ``records.jsonl`` is a game record of; None for a line
+    that is not a game record of a tournament (blank, damaged or edited)."""
+    try:
+        meta = json.loads(line).get("meta")
+        unit = meta["tournament_match"], meta["tournament_unit"]
+    except (ValueError, RecursionError, AttributeError, TypeError, KeyError):
+        return None  # not JSON or UTF-8, nesting too deep, no meta or not an object
+    return unit if all(type(x) is int for x in unit) else None

@@ -17,6 +17,7 @@ and ends with the same numbers as an uninterrupted one. Statistics are in
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
 from train.common.folder_lock import FolderLock
-from train.evaluation.hand_log import HandLog, TournamentConfig, parse_rows
+from train.evaluation.hand_log import DAMAGED, HandLog, TournamentConfig
+from train.evaluation.hand_rows import parse_rows
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 
 
@@ -194,7 +196,7 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
 
     plan, units, refs = layout.plan, layout.units, layout.refs
     log = HandLog(Path(out), layout.config, plan.sides, layout.labels) if out is not None else None
-    done = _finished_units(log, plan, units, records)
+    done, logged = _finished_units(log, layout, records)
     pieces: list[dict[str, npt.NDArray[Any]]] = []
     total = sum(d.size for _, d in units) * plan.games_per_deal
 
@@ -214,7 +216,7 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
     with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
         for m, d in units:
             if key((m, d)) in done:
-                pieces.append(parse_rows(done[key((m, d))], layout.labels))
+                pieces.append({c: v[done[key((m, d))]] for c, v in logged.items()})
             else:
                 cols, recs = next(results)
                 if log is not None:
@@ -232,18 +234,64 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
     return result
 
 
-def _finished_units(log: HandLog | None, plan: Plan, units: list[tuple[int, npt.NDArray[np.int64]]],
-                    records: bool) -> dict[tuple[int, int], list[dict[str, str]]]:
-    """The units a previous run of this tournament finished (its hand log's rows of each), the log
-    and records cut back to them."""
-    done: dict[tuple[int, int], list[dict[str, str]]] = {}
+def _finished_units(log: HandLog | None, layout: Layout, records: bool
+                    ) -> tuple[dict[tuple[int, int], slice], dict[str, npt.NDArray[Any]]]:
+    """The units a previous run of this tournament finished (where their rows lie in the hand log's
+    columns, checked by ``parse_rows``), the log and records cut back to them. Each unit's rows are
+    its games in order; only the log's last unit may stop short (an interrupted write: replayed),
+    and a finished unit whose game records are not all there is replayed too. A row lost, repeated
+    or out of place is a ``ValueError`` naming ``hands.csv:LINE``."""
     if log is None:
-        return done
-    for row in log.load():
-        done.setdefault((int(row["match"]), int(row["deal"]) // DEALS_PER_UNIT), []).append(row)
-    expected = {(m, int(d[0]) // DEALS_PER_UNIT): d.size * plan.games_per_deal for m, d in units}
-    done = {k: v for k, v in done.items() if expected.get(k) == len(v)}
-    log.rewrite([r for k in sorted(done) for r in done[k]])
+        return {}, {}
+    lines, rows = log.load()
+    plan = layout.plan
+    logged = parse_rows(log.path, lines, rows, columns=log.columns, plan=plan, labels=layout.labels,
+                        players=layout.rules.num_players, refs=layout.refs) if rows else {}
+    deals = {(m, int(d[0]) // DEALS_PER_UNIT): d for m, d in layout.units}
+    done: dict[tuple[int, int], slice] = {}
+    start = 0
+    while start < len(rows):
+        m, unit = int(logged["match"][start]), int(logged["deal"][start]) // DEALS_PER_UNIT
+        want_deal, want_seating = plan.games(deals[m, unit])
+        stop = min(start + want_deal.size, len(rows))
+        span = f"match {m} deals {deals[m, unit][0]}-{deals[m, unit][-1]}"
+        if (m, unit) in done:
+            raise ValueError(f"{log.path}:{lines[start]}: the hands of {span} begin a second time; {DAMAGED}")
+        wrong = np.flatnonzero((logged["match"][start:stop] != m)
+                               | (logged["deal"][start:stop] != want_deal[:stop - start])
+                               | (logged["seating"][start:stop] != want_seating[:stop - start]))
+        if wrong.size:
+            i, j = start + int(wrong[0]), int(wrong[0])
+            raise ValueError(f"{log.path}:{lines[i]}: match {logged['match'][i]} deal {logged['deal'][i]} "
+                             f"seating {logged['seating'][i]}, where the hands of {span} want deal "
+                             f"{want_deal[j]} seating {want_seating[j]} next (a row lost, repeated or out "
+                             f"of place); {DAMAGED}")
+        if stop - start == want_deal.size:
+            done[m, unit] = slice(start, stop)
+        start = stop
     if records:
-        log.keep_records(set(done))
-    return done
+        _keep_records(log, done, deals)
+    log.rewrite([rows[i] for k in sorted(done) for i in range(done[k].start, done[k].stop)])
+    return done, logged
+
+
+def _keep_records(log: HandLog, done: dict[tuple[int, int], slice],
+                  deals: dict[tuple[int, int], npt.NDArray[np.int64]]) -> None:
+    """Cut the game records back to the finished units ``done``, and take out of ``done`` (to be
+    replayed) those whose records are not all there; a notice names what was dropped or replayed."""
+    short, dropped = log.keep_records({k: s.stop - s.start for k, s in done.items()})
+    if dropped:
+        more = f" (and {len(dropped) - 1} more lines)" if len(dropped) > 1 else ""
+        _notice(f"{log.records_path}:{dropped[0]}: not a game record of this tournament{more}; dropped")
+    if short:
+        names = ", ".join(f"match {m} deals {deals[m, u][0]}-{deals[m, u][-1]}" for m, u in sorted(short)[:3])
+        more = f" and {len(short) - 3} more units" if len(short) > 3 else ""
+        _notice(f"{log.records_path}: the game records of {names}{more} are incomplete or repeated; "
+                "replaying those hands")
+    for k in short:
+        del done[k]
+
+
+def _notice(text: str) -> None:
+    """One line on stderr about a repair a resume makes (records dropped or hands replayed)."""
+    print(f"tournament: {text}", file=sys.stderr, flush=True)
