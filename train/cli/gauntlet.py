@@ -77,7 +77,7 @@ def run(ns: argparse.Namespace) -> int:
     print("| opponent | win rate | mean margin | went out |" + (luck_head if o.luck_correction else ""))
     print("|---|---|---|---|" + ("---|---|---|" if o.luck_correction else ""))
     rows = []
-    for s in gauntlet_rows(rules, agent, opponents, deals, luck=o.luck_correction):
+    for s in gauntlet_rows(rules, agent, opponents, deals, luck=o.luck_correction, name=o.agent):
         rows.append(s)
         print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {s['win_rate']:.3f} [{s['win_lo']:.3f}, "
               f"{s['win_hi']:.3f}] | {s['mean_margin']:.0f} [{s['margin_lo']:.0f}, {s['margin_hi']:.0f}] | "

@@ -14,17 +14,17 @@ from canasta_env.rules import RuleSet
 
 
 def gauntlet_rows(rules: RuleSet, agent: Any, opponents: Mapping[str, Any],
-                  deals: Any, *, luck: bool = False) -> Iterator[dict[str, Any]]:
-    """Play ``agent`` against each opponent on ``deals``; yields one row per opponent as it ends:
-    ``opponent``, ``held_out`` and ``agents.match.MatchResult.summary``'s figures (with ``luck``,
-    the luck-corrected ones too: ``canasta_env.luck``)."""
+                  deals: Any, *, luck: bool = False, name: str = "agent") -> Iterator[dict[str, Any]]:
+    """Play ``agent`` (called ``name`` in errors) against each opponent on ``deals``; yields one row
+    per opponent as it ends: ``opponent``, ``held_out`` and ``agents.match.MatchResult.summary``'s
+    figures (with ``luck``, the luck-corrected ones too: ``canasta_env.luck``)."""
     from agents.match import play_match
     from agents.rule_based.styles import style_agent_names
 
     held = set(style_agent_names(held_out=True))
-    for name, opponent in opponents.items():
-        summary = play_match(rules, agent, opponent, deals, luck=luck).summary()
-        yield {"opponent": name, "held_out": name in held, **summary}
+    for label, opponent in opponents.items():
+        summary = play_match(rules, agent, opponent, deals, labels=(name, label), luck=luck).summary()
+        yield {"opponent": label, "held_out": label in held, **summary}
 
 
 def weakest(rows: list[dict[str, Any]]) -> dict[str, Any]:

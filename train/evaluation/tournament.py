@@ -211,8 +211,8 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
 
         results = play_units(shared, pending, on_ray)
     else:
-        results = (play_unit(layout.rules, layout.agents, plan, m, d, *shared[3:6], luck=layout.luck)
-                   for m, d in pending)
+        results = (play_unit(layout.rules, layout.agents, plan, m, d, *shared[3:6], luck=layout.luck,
+                             names=layout.labels) for m, d in pending)
     with tqdm(total=total, unit="hand", disable=not progress, desc="tournament") as bar:
         for m, d in units:
             if key((m, d)) in done:

@@ -79,8 +79,8 @@ def seat_table(plan: Plan, match: tuple[int, ...], seating: npt.NDArray[np.int64
 
 # Per-hand columns: identity of the game, then one column per side for each outcome.
 def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, deals: npt.NDArray[np.int64],
-              deal_source: Any, seed: int, labels: list[str] | None = None, *, luck: Any = None
-              ) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
+              deal_source: Any, seed: int, labels: list[str] | None = None, *, luck: Any = None,
+              names: list[str] | None = None) -> tuple[dict[str, npt.NDArray[Any]], list[Any]]:
     """Play every game of one match on the given deals: per-hand columns (entrants as indices) and,
     when seat ``labels`` are given, a game record of every hand; with ``luck`` (a
     ``canasta_env.luck.LuckWeights``) each side's luck corrections."""
@@ -93,7 +93,7 @@ def play_unit(rules: RuleSet, agents: list[Any], plan: Plan, match_index: int, d
     record_seats = None if labels is None else [[labels[a] for a in row] for row in seats]
     meta = {"tournament_match": match_index, "tournament_unit": int(deals[0]) // DEALS_PER_UNIT}
     out = play_games(rules, agents, seats, dealt, deal * len(plan.seatings) + seating, seed,
-                     record_seats, meta, luck=luck is not None)
+                     record_seats, meta, luck=luck is not None, names=names or labels)
     cols: dict[str, npt.NDArray[Any]] = {
         "match": np.full(deal.size, match_index), "deal": deal, "seating": seating}
     side_entrant = seats[:, :plan.sides]
