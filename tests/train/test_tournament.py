@@ -265,6 +265,11 @@ def test_cli_reads_a_config_file_that_flags_override(tmp_path, capsys):
     config.write_text("agents: [random, greedy]\nhands: many\n")
     assert cli_main(["tournament", "--config", str(config)]) == 2
     assert "'hands' = 'many' is not of type int" in capsys.readouterr().err
+    config.write_text("agents: [random, greedy]\nhands: -2\n")
+    assert cli_main(["tournament", "--config", str(config)]) == 2
+    assert f"{config}: hands -2: want a value in" in capsys.readouterr().err  # the file, not a flag
+    assert cli_main(["tournament", "--config", str(config), "--hands", "0"]) == 2
+    assert "--hands 0: want a value in" in capsys.readouterr().err
     assert cli_main(["tournament", "--hands", "4"]) == 2
     assert "no entrants" in capsys.readouterr().err
 

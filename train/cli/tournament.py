@@ -63,6 +63,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     """The defaults, then the ``--config`` file, then the flags given; unknown keys and values of
     the wrong type are errors naming the file."""
     values = {name: default for name, default in defaults(TournamentOptions).items() if name in KINDS}
+    source: dict[str, str] = {}  # options the config file set
     if args.config:
         from train.common.config_file import read_mapping
 
@@ -77,20 +78,24 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
             if not _fits(value, kind):
                 raise ValueError(f"{path}: tournament option {short_repr(key)} = {short_repr(value)} "
                                  f"is not of type {kind.__name__}")
-            values[name] = value
+            values[name], source[name] = value, str(path)
     for name in KINDS:
         given = getattr(args, name)
         if given is not None:
             values[name] = given
+            source.pop(name, None)
     if not values["agents"]:
         raise ValueError("no entrants: give --agents, or agents: in the --config file")
+    def where(name: str) -> str:  # the flag, or the config file's option
+        return f"{source[name]}: {name}" if name in source else f"--{name.replace('_', '-')}"
+
     for name in ("rules", "out", "ladder", "deal_set", "vs", "partners", "ray"):
         if isinstance(values[name], str) and not values[name].strip():  # "" would mean "."
-            raise ValueError(f"--{name.replace('_', '-')} must not be empty, got {values[name]!r}")
+            raise ValueError(f"{where(name)} must not be empty, got {values[name]!r}")
     for name, (low, high) in RANGES.items():
         value = values[name]
         if value is not None and not low <= value <= high:  # NaN fails both comparisons
-            raise ValueError(f"--{name.replace('_', '-')} {value}: want a value in [{low}, {high}]")
+            raise ValueError(f"{where(name)} {value}: want a value in [{low}, {high}]")
     return values
 
 
