@@ -109,7 +109,7 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
                 obs = _observe_unchecked(state, movers[sel], rows)
             else:
                 obs = np.zeros((rows.size, 0), dtype=np.float32)
-            actions[sel] = _act(agent, _name(agents, names, int(i)), obs, mask[sel],
+            actions[sel] = checked_act(agent, _name(agents, names, int(i)), obs, mask[sel],
                                 randoms[int(i)].subset(rows))
         # the state is this loop's own (agents get copies of observations and masks), so only the
         # agents' actions need checking; the kernel flags out-of-range ones illegal
@@ -138,9 +138,10 @@ def _name(agents: Sequence[Agent], names: Sequence[str] | None, i: int) -> str:
     return short_repr(names[i]) if names is not None else f"#{i} ({type(agents[i]).__name__})"
 
 
-def _act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
-         rng: RowRandom) -> npt.NDArray[np.int64]:
-    """The agent's actions for a batch of decisions, checked: one integer per decision."""
+def checked_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                rng: Any) -> npt.NDArray[np.int64]:
+    """``agent.act`` for a batch of decisions, checked: one integer per decision, or a one-line
+    ``ValueError`` naming the agent (``name``) for anything else, an exception from ``act`` included."""
     try:
         got = agent.act(obs, mask, rng)
     except Exception as exc:  # any agent's code, the user's included: one line naming it

@@ -4,6 +4,9 @@ Both tables seat their people and agents by one rule, so it is written once here
 plays each seat (``seat_specs``), the agents built once per name (``AgentPool``), the seats
 themselves (``build_seats``), which agent advises a human (``adviser``) and what an agent would
 play, with a learned policy's probabilities, for the hint panel and the move log (``top_choices``).
+Every agent's move is checked (``agent_move``): an agent that raises, returns no integer action
+(``None``, floats such as 3.7, a wrong count) or an illegal one is an ``AgentError``, one line
+naming the agent and its seat.
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from canasta_env.messages import one_line, printable, short_repr
+
+
+class AgentError(ValueError):
+    """An agent failed at the table: ``act`` raised, gave no integer action, or an illegal one.
+    The message is one line, ``agent 'NAME' (seat N): ...``."""
 
 
 @dataclass
@@ -68,6 +78,9 @@ def seat_specs(rules: Any, humans: Sequence[int], opponents: Sequence[str], part
         else:
             specs.append(opponents[turn % len(opponents)])
             turn += 1
+    if len(opponents) > max(turn, 1):  # an agent named but never seated: a typo, most likely
+        raise ValueError(f"--opponent: {len(opponents)} agents named ({' '.join(opponents)}) for the "
+                         f"{turn} opponent seat(s) of {rules.name}; name at most {max(turn, 1)}")
     return specs
 
 
@@ -105,6 +118,28 @@ def adviser(seats: Sequence[Seat], *, learned_only: bool = False) -> Seat | None
     return found[0] if found else None
 
 
+def agent_move(agent: Any, label: str, seat: int | None, observations: np.ndarray, mask: np.ndarray,
+               rng: Any) -> int:
+    """``agent``'s move on a batch of one, checked as ``agents.match`` checks a match's moves: one
+    integer action (3.7 is refused, not played as 3) that ``mask`` allows. The agent gets a copy of
+    ``mask``, so changing it cannot make its move legal. ``AgentError`` (one line naming ``label``
+    and ``seat``) for an agent that raises, returns anything else or an illegal action."""
+    from agents.match import checked_act
+    from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS
+
+    who = short_repr(label) + ("" if seat is None else f" (seat {seat})")
+    try:
+        action = int(checked_act(agent, who, observations, mask.copy(), rng)[0])
+    except ValueError as exc:
+        raise AgentError(printable(one_line(exc), 800)) from exc  # no terminal escapes, no surrogates
+    if not (0 <= action < NUM_ACTIONS and mask[0, action]):
+        name = ACTION_NAMES[action] if 0 <= action < NUM_ACTIONS else "out of range"
+        legal = ", ".join(ACTION_NAMES[a] for a in np.flatnonzero(mask[0]))
+        raise AgentError(f"agent {who}: act() chose action {short_repr(action)} ({name}), which is not "
+                         f"legal now; legal: {legal}")
+    return action
+
+
 def top_moves(agent: Any, observations: np.ndarray, mask: np.ndarray, k: int = 3) -> list[tuple[int, float]]:
     """The ``k`` most probable legal moves of a learned policy with their probabilities."""
     probs = np.asarray(agent.action_probabilities(observations, mask))[0]
@@ -113,12 +148,14 @@ def top_moves(agent: Any, observations: np.ndarray, mask: np.ndarray, k: int = 3
 
 
 def top_choices(agent: Any, observations: np.ndarray, mask: np.ndarray, rng: np.random.Generator, *,
-                pick: int | None = None, k: int = 3) -> list[tuple[int, float | None]]:
+                pick: int | None = None, k: int = 3, label: str = "adviser"
+                ) -> list[tuple[int, float | None]]:
     """What ``agent`` would play: a learned policy's ``top_moves``; for any other agent its one
-    pick without a probability (``pick`` when it has chosen already, else what it plays now)."""
+    pick without a probability (``pick`` when it has chosen already, else what it plays now,
+    checked by ``agent_move``: ``AgentError`` naming ``label``)."""
     if is_learned(agent):
         choices: list[tuple[int, float | None]] = [(a, p) for a, p in top_moves(agent, observations, mask, k)]
         return choices
     if pick is None:
-        pick = int(agent.act(observations, mask, rng)[0])
+        pick = agent_move(agent, label, None, observations, mask, rng)
     return [(pick, None)]

@@ -8,7 +8,9 @@ played by default (hands until a side reaches the target), ``--hands N`` stops a
 
 Nothing is lost when input ends (EOF), on ``q`` or on Ctrl-C: every finished hand is already in the
 ``--record`` file, the hand in progress is saved as an ``unfinished`` record, and the scores so far
-are printed. ``canasta replay FILE`` steps through the records. Never imports torch unless an agent
+are printed. An agent that fails (``act`` raises, gives no integer action or an illegal one) stops
+the game the same way, then one line names it (``AgentError``, status 2 at the command line).
+``canasta replay FILE`` steps through the records. Never imports torch unless an agent
 is a learned policy (a checkpoint directory).
 """
 
@@ -25,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from canasta_env.messages import short_repr
-from train.play.seats import Seat, adviser, is_learned, top_moves
+from train.play.seats import AgentError, Seat, adviser, agent_move, is_learned, top_moves
 
 _NUMBER = re.compile(r"[+-]?[0-9]+")
 
@@ -112,6 +114,9 @@ class PlaySession:
         except KeyboardInterrupt:
             self._stop("interrupted (Ctrl-C)")
             return 130
+        except AgentError:  # the hand so far is saved; the caller says which agent failed, once
+            self._stop("an agent failed")
+            raise
         except Exception:  # a bug elsewhere (an agent, the engine): keep what was played, then fail
             self._stop("error")
             raise
@@ -189,7 +194,7 @@ class PlaySession:
 
         obs = observe(self.state, [seat])
         mask = self.state.legal_action_mask.copy()
-        action = int(agent.act(obs, mask, self.rng)[0])
+        action = agent_move(agent, self.labels[seat], seat, obs, mask, self.rng)
         line = f"P{seat} {self.labels[seat]}: {describe(action)}"
         if self.show_policy and is_learned(agent):
             line += "   [top moves: " + ", ".join(f"{ACTION_NAMES[a]} {p:.2f}"

@@ -1,7 +1,8 @@
-"""The web table's refusals: ``GameError`` (a 4xx answer that changes nothing, or a 503 when the
-server cannot do it now) and the two checks every request's values go through (``is_int``) and are
-quoted by (``shown``). Apart from the games so that the app, the replays, the record-dir files and
-the saved-game checks can all refuse a request the same way. ``log`` is the server's one-line log."""
+"""The web table's refusals: ``GameError`` (a 4xx answer that changes nothing, a 503 when the
+server cannot do it now, or the 502 of a game an agent stopped: ``agent_failed``) and the two checks
+every request's values go through (``is_int``) and are quoted by (``shown``). Apart from the games
+so that the app, the replays, the record-dir files and the saved-game checks can all refuse a
+request the same way. ``log`` is the server's one-line log."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ def busy(game_id: str) -> GameError:
     """The answer to a request on a game whose agents are still thinking: a 409 the page retries."""
     return GameError(409, f"the agent is busy: game {game_id} waits for its agents' moves; ask again "
                           "in a moment", headers={"Retry-After": "1"}, extra={"busy": True})
+
+
+def agent_failed(game: Any) -> GameError:
+    """The answer about a game stopped by a failed agent (``game.failure`` says which and how): a
+    502, as from a gateway whose upstream failed; the moves before the failure are kept."""
+    return GameError(502, f"game {game.id} is stopped: {game.failure}; the moves before it are saved "
+                          f"(version {game.version}); start a new game",
+                     extra={"agent_failed": True, "id": game.id, "version": game.version})
 
 
 def is_int(value: Any) -> bool:

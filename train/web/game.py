@@ -10,7 +10,9 @@ A human move is checked before anything changes: the game id, the seat, the vers
 actions the game has had: a stale page cannot play twice) and the action, which must be legal in
 the engine's mask. Then the agents play until it is the human's turn again or the game is over
 (``run_agents``; ``train.web.store`` runs it on a worker thread, so a slow agent stalls no other
-game, and marks the game ``busy`` meanwhile).
+game, and marks the game ``busy`` meanwhile). An agent's move is checked (``agent_move``): one that
+fails (raises, gives no integer action or an illegal one) stops the game where it stands, the
+human's moves kept, with ``failure`` saying which agent failed and how (saved as ``agent_error``).
 
 Seats, the agents built once per name and their top choices come from ``train.play.seats``, as
 at the terminal table; the refusals are ``train.web.errors``, the saved file's checks
@@ -29,17 +31,29 @@ from typing import Any
 
 import numpy as np
 
+from canasta_env.messages import one_line
 from canasta_env.rules import RuleSet
-from train.play.seats import AgentPool, Seat, adviser, build_seats, seats_from_specs, top_choices
-from train.web.errors import GameError, is_int, shown
+from train.play.seats import (
+    AgentError,
+    AgentPool,
+    Seat,
+    adviser,
+    agent_move,
+    build_seats,
+    seats_from_specs,
+    top_choices,
+)
+from train.web.errors import GameError, agent_failed, is_int, log, shown
 from train.web.files import append_text
 from train.web.saved_game import GAME_FORMAT, GAME_VERSION, checked_save
+from train.web.schema import MAX_TEXT
 
 __all__ = ["GAME_ID", "AgentPool", "Game", "GameError", "hint_entry", "web_seats"]
 
 GAME_ID = re.compile(r"[0-9a-f]{16}")
 LOG_SHOWN = 60  # moves of the log sent with each view
 TOP_K = 3
+MAX_FAILURE = MAX_TEXT  # an agent's error as a game keeps it (and its saved file)
 
 
 def web_seats(pool: AgentPool, human: int, opponents: Sequence[str], partner: str | None) -> list[Seat]:
@@ -50,13 +64,14 @@ def web_seats(pool: AgentPool, human: int, opponents: Sequence[str], partner: st
 
 
 def hint_entry(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
-               rng: np.random.Generator) -> list[list[Any]]:
+               rng: np.random.Generator, label: str = "adviser") -> list[list[Any]]:
     """An agent's top choices as the log and the records hold them: ``[[name, probability], ...]``
-    for a learned policy, else ``[[name, None]]`` for its pick (``pick``, or what it would play now)."""
+    for a learned policy, else ``[[name, None]]`` for its pick (``pick``, or what it would play now;
+    ``AgentError`` naming ``label`` when it fails)."""
     from canasta_env.engine import ACTION_NAMES
 
     return [[ACTION_NAMES[a], None if p is None else round(p, 4)]
-            for a, p in top_choices(agent, obs, mask, rng, pick=pick, k=TOP_K)]
+            for a, p in top_choices(agent, obs, mask, rng, pick=pick, k=TOP_K, label=label)]
 
 
 class Game:
@@ -84,6 +99,8 @@ class Game:
         self._replaying = False
         self.rng = np.random.default_rng(seed)
         self._hint_cache: tuple[int, list[list[Any]] | None] | None = None
+        self.hint_error: str | None = None  # why the hint of this version could not be had
+        self.failure: str | None = None  # set when an agent failed: the game stops there
         # held by the store while a request reads or changes the game; ``busy`` while its agents
         # think outside the lock; ``users``: requests holding it (it stays in memory meanwhile)
         self.lock = threading.Lock()
@@ -112,6 +129,8 @@ class Game:
     def play(self, seat: Any, action: Any, version: Any) -> None:
         """The human's move, checked first (``GameError`` changes nothing); the agents' replies
         are ``run_agents``'s."""
+        if self.failure is not None:
+            raise agent_failed(self)
         if not is_int(seat) or seat != self.human:
             raise GameError(403, f"seat {shown(seat)} is not yours: you sit at seat {self.human}")
         if not is_int(version):
@@ -134,15 +153,21 @@ class Game:
         self._move(self.human, int(action), None)
 
     def run_agents(self) -> None:
-        """Agents play until the human is to move or the game is over."""
+        """Agents play until the human is to move or the game is over. An agent that fails stops
+        the game before its move: ``failure`` says why and ``AgentError`` is raised (the moves
+        played so far stay)."""
         from canasta_env.engine import observe
 
-        while not self.over() and not self.human_to_move():
+        while self.failure is None and not self.over() and not self.human_to_move():
             seat = int(self.state.current_player[0])
             agent = self.seats[seat].agent
             obs = observe(self.state, [seat])
             mask = self.state.legal_action_mask.copy()
-            action = int(agent.act(obs, mask, self.rng)[0])
+            try:
+                action = agent_move(agent, self.labels[seat], seat, obs, mask, self.rng)
+            except AgentError as exc:
+                self.failure = one_line(exc, MAX_FAILURE)
+                raise
             hint = hint_entry(agent, obs, mask, action, self.rng) if self.show_policy else None
             self._move(seat, action, hint)
 
@@ -210,6 +235,7 @@ class Game:
         """With ``show_policy``, on the human's turn: what an agent would play in the human's seat
         (a learned agent's top probabilities if there is one, else a rule agent's pick)."""
         if not self.show_policy or not self.human_to_move():
+            self.hint_error = None
             return None
         if self._hint_cache is not None and self._hint_cache[0] == self.version:
             return self._hint_cache[1]
@@ -219,7 +245,12 @@ class Game:
         assert seat is not None  # the human plays against at least one agent
         obs = observe(self.state, [self.human])
         mask = self.state.legal_action_mask.copy()
-        hint = hint_entry(seat.agent, obs, mask, None, np.random.default_rng(self.version))
+        hint, self.hint_error = None, None
+        try:
+            hint = hint_entry(seat.agent, obs, mask, None, np.random.default_rng(self.version), seat.label)
+        except AgentError as exc:  # no hint this turn; the game plays on, the view says why
+            self.hint_error = f"no hint: {one_line(exc, MAX_FAILURE)}"
+            log.warning("game %s: %s", self.id, self.hint_error)
         self._hint_cache = (self.version, hint)
         return hint
 
@@ -234,6 +265,7 @@ class Game:
             "legal": legal_moves(self.state) if self.human_to_move() else [],
             "log": self.log[-LOG_SHOWN:], "hint": self.hint(), "last_hand": self.last_hand,
             "result": self._result() if self.over() else None, "show_policy": self.show_policy,
+            "hint_error": self.hint_error,
             "record_file": self.record_file.name if self.hands_recorded else None,
         })
         return view
@@ -259,7 +291,7 @@ class Game:
                 "seed": self.seed, "hands": self.hands, "show_policy": self.show_policy,
                 "actions": self.actions, "hints": self.hints, "log": self.log,
                 "hands_recorded": self.hands_recorded, "rng": self.rng.bit_generator.state,
-                "over": self.over()}
+                "over": self.over(), **({} if self.failure is None else {"agent_error": self.failure})}
 
     @classmethod
     def from_json(cls, data: Any, pool: AgentPool, record_dir: Path, *, game_id: str,
@@ -281,4 +313,7 @@ class Game:
         game.log = checked["log"]
         if "rng" in checked:
             game.rng.bit_generator.state = checked["rng"]
+        game.failure = checked.get("agent_error")
+        if game.failure is None and not game.over() and not game.human_to_move():  # never saved so
+            game.failure = "its agents' moves were never played (the saved file stops before them)"
         return game

@@ -85,7 +85,7 @@ def _host(scope: Scope) -> str:
 async def game_error(request: Request, exc: Exception) -> Response:
     """A ``GameError``: its status, ``{"error": message, ...extra}`` and its headers."""
     assert isinstance(exc, GameError)
-    if exc.status >= 500:
+    if exc.status >= 500 and not exc.extra.get("agent_failed"):  # logged once, where the agent failed
         log.warning("%s %s: %s", request.method, request.url.path, exc.message)
     return JSONResponse({"error": exc.message, **exc.extra}, status_code=exc.status, headers=exc.headers)
 

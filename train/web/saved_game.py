@@ -31,7 +31,7 @@ MAX_SAVED_BYTES = 32 << 20  # a whole 100-hand game saves in a few MiB
 MAX_ACTIONS = 200_000
 MAX_HANDS = 10_000  # the most max_hands a rule set may have
 KEYS = frozenset({"format", "version", "id", "rules", "seats", "human", "seed", "hands", "show_policy",
-                  "actions", "hints", "log", "hands_recorded", "rng", "over"})
+                  "actions", "hints", "log", "hands_recorded", "rng", "over", "agent_error"})
 LOG_KEYS = frozenset({"i", "hand", "seat", "who", "name", "text", "drew", "top"})
 
 
@@ -73,6 +73,8 @@ def _check_fields(data: dict[str, Any]) -> None:
     for i, hint in enumerate(hints):
         check_choices(hint, f"hint #{i}")
     check_int(data.get("hands_recorded"), "'hands_recorded'", 0, MAX_HANDS)
+    if "agent_error" in data:  # why an agent stopped the game (``Game.failure``)
+        check_text(data["agent_error"], "'agent_error'", MAX_TEXT)
 
 
 def _check_log(log: Any, n: int, actions: int) -> None:

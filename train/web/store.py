@@ -5,6 +5,9 @@ lock guards only the table of games. A move is checked and played under the game
 agents' replies are played on a worker thread (``submit``), outside any lock, while the game is
 marked ``busy``: another request on that game is answered "the agent is busy" (409) at once, and
 requests on other games go on. The app waits ``think_seconds`` for the agents, then answers 202.
+An agent that fails (raises, gives no integer action or an illegal one) stops its game where it
+stands: the game is saved with the human's moves and why it stopped, and every request on it is
+answered 502 naming the agent (``train.web.errors.agent_failed``); the other games play on.
 
 Bounded: at most ``max_games`` games in memory (the least recently used one not in play is
 dropped, to be read back from its file when asked), the record dir's games, records and uploads
@@ -26,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from train.web.errors import GameError, busy, is_int, log, shown
+from train.play.seats import AgentError, agent_move
+from train.web.errors import GameError, agent_failed, busy, is_int, log, shown
 from train.web.files import clear_leftovers, ensure_dir, read_regular, write_atomic
 from train.web.game import GAME_ID, AgentPool, Game, web_seats
 from train.web.limits import Limits
@@ -74,8 +78,11 @@ class GameStore:
         table_view(state, seat, ["warm"] * state.num_players)
         legal_moves(state)
         obs, mask = observe(state, [seat]), state.legal_action_mask.copy()
-        for spec in self.agents:
-            self.pool.get(spec).act(obs, mask, np.random.default_rng(0))
+        for spec in sorted(self.agents):
+            try:
+                agent_move(self.pool.get(spec), spec, None, obs, mask, np.random.default_rng(0))
+            except AgentError as exc:
+                raise AgentError(f"{exc} (its first move, tried before serving)") from None
 
     def close(self) -> None:
         """Stop the agents' worker threads (an agent mid-move finishes its move)."""
@@ -117,6 +124,8 @@ class GameStore:
         with self.using(game_id) as game:
             if game.busy:
                 raise busy(game_id)
+            if game.failure is not None:
+                raise agent_failed(game)
             self.ensure_dirs()
             before = game.version
             try:
@@ -130,20 +139,27 @@ class GameStore:
 
     def finish(self, game: Game) -> dict[str, Any]:
         """The agents play up to the human's turn, the game is saved and no longer busy; returns
-        the view. On any error the game is dropped from memory (its file holds the last saved
-        state) and the error raised."""
+        the view. An agent that fails stops the game there: it is saved as it stands, logged in
+        one line, and ``agent_failed`` (502) raised. On any other error the game is dropped from
+        memory (its file holds the last saved state) and the error raised."""
         try:
-            game.run_agents()
+            try:
+                game.run_agents()
+            except AgentError:  # game.failure says which agent and how; the moves so far are kept
+                pass
             with game.lock:
                 self.save(game)
-                view = game.view()
+                view = game.view() if game.failure is None else {}
                 game.busy = False
-            return view
         except BaseException as exc:
             self._forget(game)
             if not isinstance(exc, GameError):
                 log.error("game %s: the agents' moves failed: %s: %s", game.id, type(exc).__name__, exc)
             raise
+        if game.failure is not None:
+            log.warning("game %s stopped at version %d: %s", game.id, game.version, game.failure)
+            raise agent_failed(game)
+        return view
 
     def submit(self, game: Game) -> Future[dict[str, Any]]:
         """``finish(game)`` on an agent worker thread."""
@@ -162,10 +178,13 @@ class GameStore:
         return game
 
     def view(self, game_id: str) -> dict[str, Any]:
-        """The table as the human of game ``game_id`` sees it; 409 while its agents think."""
+        """The table as the human of game ``game_id`` sees it; 409 while its agents think, 502
+        when an agent stopped it."""
         with self.using(game_id) as game:
             if game.busy:
                 raise busy(game_id)
+            if game.failure is not None:
+                raise agent_failed(game)
             return game.view()
 
     # ---- the table of games ------------------------------------------------------------------
