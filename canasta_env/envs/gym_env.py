@@ -60,6 +60,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         self._core = LearnerBatch(LearnerConfig(rules=rules, **options), 1)
         self.observation_space, self.action_space = _spaces(self._core)  # type: ignore[assignment]
         self._base_seed: int | None = None
+        self._over = False  # the episode ended: step() is refused until reset()
 
     @property
     def rules(self) -> Any:
@@ -81,12 +82,17 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
                 self._core.reset_rows(np.array([0]), deal, seat)
         else:
             self._core.reset_rows(np.array([0]), deal, seat)
+        self._over = False
         return self._core.observations()[0], self._info()
 
     def step(self, action: int) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
-        """Play an integer action (a float such as 3.7 is refused, not truncated)."""
+        """Play an integer action (a float such as 3.7 is refused, not truncated). Once the episode
+        has ended (terminated or truncated) ``ValueError`` until ``reset()``, as the RLlib env does."""
+        if self._over:
+            raise ValueError("Canasta-v0 step: the episode is over; call reset() first")
         out = self._core.step(np.array([check_action(action, "Canasta-v0 step")]),
                               "Canasta-v0 step")
+        self._over = bool(out.terminated[0] or out.truncated[0])
         info = self._info()
         info["forced_steps"] = int(out.forced[0])
         info["illegal_action"] = bool(out.illegal[0])

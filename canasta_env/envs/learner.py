@@ -120,6 +120,7 @@ class LearnerConfig:
         opponent: agent for the other sides' seats (uniform random by default), or its name as
             ``agents.make_agent`` takes it (``"heuristic"``, a run directory, ``zoo:NAME``, ...).
         partners: agent (or name) for the learner's partner seats; ``None``: the learner plays them.
+            Refused (``ValueError``) for rules without partners (``classic_2p``, ``classic_3p``...).
         learner_seat: fixed seat, or ``None`` to draw one per episode.
         illegal_action: ``"terminate"`` (episode ends with ``illegal_reward``) or ``"raise"``.
         skip_forced: apply learner decisions that have one legal action automatically.
@@ -148,6 +149,9 @@ class LearnerConfig:
 
     def __post_init__(self) -> None:
         self.rules = load_rules(self.rules)
+        if self.partners is not None and self.rules.num_players == self.rules.num_sides:
+            raise ValueError(f"LearnerConfig: partners is set but {self.rules.name} has no partner seats "
+                             f"({self.rules.num_players} players, each a side of one); leave partners=None")
         if isinstance(self.opponent, str) or isinstance(self.partners, str):
             from canasta_env.policy import agent_by_name  # the names the CLI takes
 

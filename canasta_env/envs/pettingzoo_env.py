@@ -42,11 +42,30 @@ from canasta_env.rules import RuleSet, load_rules
 
 def env(rules: Any = "classic_4p", **options: Any) -> AECEnv:
     """``raw_env`` behind PettingZoo's standard wrappers: an illegal move ends the game with -1
-    for the offender; out-of-range actions assert; calls must follow the AEC order."""
+    for the offender; calls must follow the AEC order. An action that is not an integer in
+    ``[0, NUM_ACTIONS)`` (``None`` only once the agent is done) is refused with a one-line
+    ``ValueError`` naming it (``CheckedActionWrapper``) before the other wrappers see it."""
     aec: AECEnv = raw_env(rules, **options)
     aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
     aec = wrappers.AssertOutOfBoundsWrapper(aec)
-    return wrappers.OrderEnforcingWrapper(aec)
+    return wrappers.OrderEnforcingWrapper(CheckedActionWrapper(aec))
+
+
+class CheckedActionWrapper(wrappers.BaseWrapper):
+    """Refuses a bad action in one line before PettingZoo's wrappers see it: their assert names no
+    value (and under ``python -O`` they index the mask with it: an IndexError for 0.5, -1 played as
+    an illegal move). ``None`` passes for an agent that is done (the AEC way to step it out)."""
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if action is None and (self.terminations[agent] or self.truncations[agent]):
+            super().step(action)
+            return
+        a = check_action(action, "canasta_v0 step")  # the raw env's own check: 3.7, "0", True, arrays
+        if not 0 <= a < NUM_ACTIONS:
+            raise ValueError(f"canasta_v0 step: action {a} is out of range: actions are integers in "
+                             f"[0, {NUM_ACTIONS})")
+        super().step(a)
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention

@@ -24,6 +24,7 @@ from gymnasium import spaces
 
 from canasta_env.engine import NUM_ACTIONS
 from canasta_env.engine.core import check_action, check_seed
+from canasta_env.envs.learner import check_real
 from canasta_env.envs.pettingzoo_env import raw_env
 from canasta_env.messages import missing_extra, short_repr
 from canasta_env.rules import RuleSet, load_rules
@@ -74,7 +75,7 @@ class CanastaMultiAgentEnv(MultiAgentEnv):
         if self._illegal_action not in ILLEGAL_POLICIES:
             raise ValueError(f"{FN}: illegal_action must be one of {ILLEGAL_POLICIES}, got "
                              f"{short_repr(self._illegal_action)}")
-        self._illegal_reward = float(config.get("illegal_reward", -1.0))
+        self._illegal_reward = check_real(config.get("illegal_reward", -1.0), "config 'illegal_reward'", FN)
         self._done = True  # until the first reset
         self.rules: RuleSet = self._aec.rules
         self._seed = _runner_seed(config.get("seed"), getattr(config, "worker_index", 0),

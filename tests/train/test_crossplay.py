@@ -94,7 +94,7 @@ def test_the_command_writes_csv_json_and_png(tmp_path, capsys) -> None:
         assert len(list(csv.DictReader(f))) == 3 + 2 * 2
     assert (out / "crossplay.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = json.loads((out / "crossplay.json").read_text())
-    assert cli_main([*argv, "--json"]) == 0
+    assert cli_main([*argv, "--json", "--force"]) == 0  # --force: replace the first run's files
     printed = json.loads(capsys.readouterr().out)
     assert printed["cells"] == saved["cells"] and printed["command"].startswith("canasta crossplay")
 
@@ -127,3 +127,52 @@ def test_bad_input_is_refused_in_one_line_before_any_game(argv, says, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("canasta crossplay: error: ") and "\n" not in err
     assert says in err
+
+
+def _no_game(monkeypatch) -> None:
+    def no_game(*args, **kwargs):
+        raise AssertionError("a game was played")
+
+    monkeypatch.setattr(crossplay_module, "play_unit", no_game)
+
+
+def test_an_earlier_runs_files_are_kept_unless_force(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "cp"
+    out.mkdir()
+    (out / "crossplay.json").write_text("earlier")
+    (out / "notes.txt").write_text("mine")
+    _no_game(monkeypatch)
+    assert cli_main(["crossplay", *OK, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "already holds crossplay.json" in err and "--force" in err
+    assert (out / "crossplay.json").read_text() == "earlier"
+    monkeypatch.undo()
+    assert cli_main(["crossplay", *OK, "--resamples", "20", "--out", str(out), "--force"]) == 0
+    assert json.loads((out / "crossplay.json").read_text())["deals"] == 2
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "force"])
+def test_an_output_path_that_is_a_folder_is_refused_before_any_game(force, tmp_path, capsys,
+                                                                    monkeypatch) -> None:
+    (tmp_path / "crossplay.csv").mkdir()
+    _no_game(monkeypatch)
+    assert cli_main(["crossplay", *OK, "--out", str(tmp_path), *force]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "crossplay.csv there is a folder" in err
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["tables", "json"])
+def test_the_results_are_printed_before_a_write_that_fails(as_json, tmp_path, capsys, monkeypatch) -> None:
+    def full_disk(self, out, plots=True):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(crossplay_module.CrossplayResult, "save", full_disk)
+    argv = ["crossplay", *OK, "--resamples", "20", "--out", str(tmp_path / "cp"), *["--json"] * as_json]
+    assert cli_main(argv) == 2
+    shown = capsys.readouterr()
+    assert "No space left on device" in shown.err
+    if as_json:
+        assert len(json.loads(shown.out)["cells"]) == 4
+    else:
+        assert "self-play minus cross-play" in shown.out and "command: canasta crossplay" in shown.out

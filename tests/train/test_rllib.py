@@ -121,6 +121,23 @@ def test_illegal_action_terminates_or_raises() -> None:
         CanastaMultiAgentEnv({"rule": "classic_2p"})
 
 
+@pytest.mark.parametrize(("value", "says"), [("x", "got 'x' (str)"), ([1], "got [1] (list)"),
+                                            (float("nan"), "got nan"), (True, "got True")])
+def test_a_bad_illegal_reward_is_refused_naming_the_key(value: object, says: str) -> None:
+    with pytest.raises(ValueError) as info:
+        CanastaMultiAgentEnv({"illegal_reward": value})
+    message = str(info.value)
+    assert message.startswith("CanastaMultiAgentEnv: config 'illegal_reward' must be a finite number")
+    assert says in message and "\n" not in message
+
+
+def test_a_numeric_illegal_reward_is_the_offenders_reward() -> None:
+    env = CanastaMultiAgentEnv({"seed": 2, "illegal_reward": np.int64(-3)})
+    (agent, o), = env.reset()[0].items()
+    _, rewards, terminateds, _, _ = env.step({agent: int(np.flatnonzero(o["action_mask"] == 0)[0])})
+    assert terminateds["__all__"] and rewards == {agent: -3.0} and type(rewards[agent]) is float
+
+
 def test_side_policies() -> None:
     assert side_policies("classic_2p") == {"player_0": "side_0", "player_1": "side_1"}
     assert side_policies("classic_4p") == {"player_0": "side_0", "player_1": "side_1",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from canasta_env.messages import short_repr
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
+from train.common.outputs import check_output_file
 
 
 @dataclass
@@ -29,7 +31,9 @@ class CrossplayOptions:
     seed: int = opt(0, "deals (DealId(seed, d, 0)) and agent streams")
     resamples: int = opt(2000, "bootstrap resamples of deals for every interval")
     out: str | None = opt(None, "folder for crossplay.csv, crossplay_summary.csv, crossplay.json and "
-                          "crossplay.png (default: none, nothing written)", metavar="DIR")
+                          "crossplay.png (default: none, nothing written); a folder that already holds "
+                          "them is refused unless --force", metavar="DIR")
+    force: bool = opt(False, "replace the crossplay files already in --out")
     json: bool = opt(False, "print one JSON object (settings, cells, summary) instead of the tables")
 
 
@@ -45,8 +49,12 @@ def command_line(o: CrossplayOptions) -> str:
                       + (["--resamples", str(o.resamples)] if o.resamples != 2000 else []))
 
 
-def _check_out(out: str | None) -> None:
-    """Make the output folder now, so that a bad one is refused before any game."""
+def _check_out(out: str | None, force: bool) -> None:
+    """Make the output folder now and check that every file of ``OUTPUT_NAMES`` can be written in it,
+    so that a bad folder is refused before any game; an earlier run's files are kept unless
+    ``force``."""
+    from train.evaluation.crossplay import OUTPUT_NAMES
+
     if out is None:
         return
     if not out.strip():
@@ -54,7 +62,21 @@ def _check_out(out: str | None) -> None:
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--out {out}: must be a folder, and this is a file")
-    folder.mkdir(parents=True, exist_ok=True)
+    folders = [name for name in OUTPUT_NAMES if (folder / name).is_dir()]
+    if folders:
+        what = "is a folder" if len(folders) == 1 else "are folders"
+        raise ValueError(f"--out {out}: {', '.join(folders)} there {what}, where crossplay writes a file; "
+                         "use another --out folder")
+    taken = [name for name in OUTPUT_NAMES if os.path.lexists(folder / name)]
+    if taken and not force:
+        raise ValueError(f"--out {out}: already holds {', '.join(taken)}; pass --force to replace "
+                         f"{'it' if len(taken) == 1 else 'them'}, or use another --out folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot make the folder ({exc.strerror or exc})") from None
+    for name in OUTPUT_NAMES:
+        check_output_file(folder / name, "--out")
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -67,18 +89,20 @@ def run(ns: argparse.Namespace) -> int:
     check_setup(rules, [label_of(a) for a in o.agents], o.opponents, o.deals, o.resamples)
     if not 0 <= o.seed < 2**63:
         raise ValueError(f"--seed {o.seed}: want a value in [0, 2**63 - 1]")
-    _check_out(o.out)
+    _check_out(o.out, o.force)
     start = time.perf_counter()
     result = crossplay(rules, o.agents, o.opponents, o.deals, seed=o.seed, resamples=o.resamples,
                        progress=not o.json)
     seconds = time.perf_counter() - start
     command = command_line(o)
-    written = result.save(o.out) if o.out is not None else []
+    # printed before the files are written: a write that still fails does not lose the results
     if o.json:
-        print(json.dumps({**result.to_json(), "command": command, "seconds": round(seconds, 1)}, indent=1))
-        return 0
-    result.print_tables()
-    print(f"command: {command}  ({seconds:.0f} s)")
-    if written:
+        print(json.dumps({**result.to_json(), "command": command, "seconds": round(seconds, 1)}, indent=1),
+              flush=True)
+    else:
+        result.print_tables()
+        print(f"command: {command}  ({seconds:.0f} s)", flush=True)
+    written = result.save(o.out) if o.out is not None else []
+    if written and not o.json:
         print(f"written: {', '.join(str(p) for p in written)}")
     return 0

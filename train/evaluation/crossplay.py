@@ -42,6 +42,8 @@ MAX_RESAMPLES = 100_000
 CELL_COLUMNS = ("self", "deals", "hands", "win_rate", "win_lo", "win_hi", "mean_margin", "margin_lo",
                 "margin_hi", "margin_sd", "p_value", "went_out", "truncated")
 SUMMARY_COLUMNS = ("group", "cells", "win_rate", "win_lo", "win_hi", "mean_margin", "margin_lo", "margin_hi")
+# the files ``CrossplayResult.save`` writes (the heatmap last, only with ``plots``)
+OUTPUT_NAMES = ("crossplay.csv", "crossplay_summary.csv", "crossplay.json", "crossplay.png")
 
 
 def partnership_presets() -> list[str]:
@@ -156,13 +158,15 @@ class CrossplayResult:
 
     def save(self, out: str | Path, plots: bool = True) -> list[Path]:
         """crossplay.csv (a row per cell), crossplay_summary.csv, crossplay.json and the heatmap
-        crossplay.png into ``out``; returns the paths written."""
+        crossplay.png (``OUTPUT_NAMES``) into ``out``, replacing files of those names; returns the paths
+        written. ``canasta crossplay --out`` checks them before any game and keeps an earlier run's
+        unless ``--force``."""
         import csv
         import json
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
-        written = [folder / "crossplay.csv", folder / "crossplay_summary.csv", folder / "crossplay.json"]
+        written = [folder / name for name in OUTPUT_NAMES[:3]]
         for path, columns, rows in ((written[0], ("p1", "p2", *CELL_COLUMNS), self.cells),
                                     (written[1], SUMMARY_COLUMNS, self.summary())):
             with path.open("w", newline="", encoding="utf-8") as f:
@@ -171,7 +175,7 @@ class CrossplayResult:
                 writer.writerows(rows)
         written[2].write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
         if plots:
-            written.append(self.plot(folder / "crossplay.png"))
+            written.append(self.plot(folder / OUTPUT_NAMES[3]))
         return written
 
     def plot(self, path: str | Path) -> Path:
