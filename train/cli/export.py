@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 from train.common.options import add_options, opt
-from train.learning.interop import FORMATS, export_onnx, export_sb3, sb3_path
+from train.learning.interop import FORMATS, check_out, export_onnx, export_sb3
 
 
 # ---- canasta export ---------------------------------------------------------------------------
@@ -30,12 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     """``canasta export`` entry point."""
+    out = check_out(ns.out, sb3=ns.format == "sb3")  # before the slow load; "" would mean "."
     source = ns.source
     if source.startswith("zoo:"):
         from agents.learned.zoo import zoo_path
 
         source = str(zoo_path(source))
-    out = sb3_path(Path(ns.out)) if ns.format == "sb3" else Path(ns.out)
     if out.exists() and not ns.force:
         raise ValueError(f"{out}: already exists; pass --force to replace it")
     written = export_sb3(source, out) if ns.format == "sb3" else export_onnx(source, out)

@@ -28,7 +28,11 @@ def run(ns: argparse.Namespace) -> int:
     """``canasta import`` entry point."""
     from train.learning.interop import import_sb3
 
-    path = import_sb3(ns.model, ns.run_dir, ns.rules, trust=ns.trust)
-    print(f"wrote {path}; play it with --agents {ns.run_dir} or resume it with "
-          f"canasta train --run-dir {ns.run_dir} --resume")
+    path, problem = import_sb3(ns.model, ns.run_dir, ns.rules, trust=ns.trust)
+    if problem is None:
+        print(f"wrote {path} and its config.json; play it with --agents {ns.run_dir} or resume it with "
+              f"canasta train --run-dir {ns.run_dir} --resume")
+    else:
+        print(f"wrote {path}; play it with --agents {ns.run_dir} or export it (canasta train cannot "
+              f"resume it: {problem})")
     return 0

@@ -6,7 +6,8 @@ checkpoint's allow-listed description), so an export is a copy of the weights, n
 The ONNX graph takes ``observation`` (float32, (B, D)) and ``action_mask`` (bool, (B, A)) and gives
 ``logits`` (float32, (B, A)) with illegal actions at -1e8: argmax is the deterministic action,
 softmax the policy. An SB3 zip holds pickles, which run code when loaded, so ``import`` requires
-``trust`` and says so; the checkpoint it writes holds only tensors and JSON.
+``trust`` and says so; the checkpoint it writes holds only tensors and JSON, and a ``config.json`` of
+training options where ``canasta train`` can resume it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from canasta_env.messages import one_line, short_repr
 
 FORMATS = ("sb3", "onnx")
 
@@ -31,22 +34,55 @@ def _load(source: str) -> tuple[Any, Any, Any]:
     return ckpt, load_policy_agent(source, rules).policy, rules
 
 
+def check_out(out: str | Path, what: str = "OUT", *, folder: bool = False, sb3: bool = False) -> Path:
+    """``out`` as a path to write (a file, or a ``folder``; with ``sb3``, the zip SB3 writes),
+    refusing an empty or blank name: it would mean the current folder."""
+    if not str(out).strip():
+        raise ValueError(f"{what} {short_repr(str(out))}: not a {'folder' if folder else 'file'} name")
+    path = sb3_path(Path(out)) if sb3 else Path(out)
+    if not folder and path.is_dir():
+        raise ValueError(f"{what} {path}: is a folder; name the file to write")
+    return path
+
+
+def _stored_gamma(ckpt: Any) -> float:
+    """The discount factor the checkpoint's run trained with (meta.json's config.gamma; the training
+    default 0.995 when none is stored), checked: meta.json is not hash-checked."""
+    from agents.checkpoint import META_FILE, CheckpointError
+
+    file, config = ckpt.path / META_FILE, ckpt.meta.get("config", {})
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{file}: config {short_repr(config)} is not a mapping of training options")
+    gamma = config.get("gamma", 0.995)
+    if type(gamma) not in (int, float) or not 0 <= gamma <= 1:  # NaN fails the range too
+        raise CheckpointError(f"{file}: config.gamma {short_repr(gamma)} is not a number in [0, 1]")
+    return float(gamma)
+
+
 def export_sb3(source: str, out: str | Path) -> Path:
     """Write the policy of ``source`` as a ``MaskablePPO`` zip that ``MaskablePPO.load`` opens;
-    ``predict(obs, action_masks=mask, deterministic=True)`` then plays as the checkpoint does."""
+    ``predict(obs, action_masks=mask, deterministic=True)`` then plays as the checkpoint does.
+
+    The network is built from meta.json's checked policy description (``policy_spec``: classes,
+    arguments, bounded layer sizes, the weights' shapes), not from its free-form config."""
     from sb3_contrib import MaskablePPO
 
+    from agents.checkpoint import META_FILE, POLICY_FILE, CheckpointError
+    from agents.checkpoint.policy_spec import _policy_spec
     from canasta_env.envs.sb3_env import CanastaVecEnv
 
+    out = check_out(out, sb3=True)
     ckpt, policy, rules = _load(source)
-    config = ckpt.meta.get("config", {})
-    env = CanastaVecEnv(1, rules)
-    net_arch = list(config.get("net_arch", [256, 256]))
-    model = MaskablePPO("MlpPolicy", env, policy_kwargs={"net_arch": net_arch},
-                        gamma=float(config.get("gamma", 0.995)), device="cpu", verbose=0)
-    model.policy.load_state_dict(policy.state_dict())
+    cls, kwargs = _policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
+    gamma = _stored_gamma(ckpt)
+    try:
+        model = MaskablePPO(cls, CanastaVecEnv(1, rules), policy_kwargs=kwargs, gamma=gamma,
+                            device="cpu", verbose=0)
+        model.policy.load_state_dict(policy.state_dict())
+    except (TypeError, ValueError, RuntimeError, AssertionError) as exc:
+        raise CheckpointError(f"{ckpt.path / POLICY_FILE}: does not fit the policy {META_FILE} "
+                              f"describes ({one_line(exc, 200)})") from None
     model.num_timesteps = int(ckpt.state.get("num_timesteps", 0))
-    out = sb3_path(Path(out))
     model.save(out)
     return out
 
@@ -86,12 +122,12 @@ def export_onnx(source: str, out: str | Path) -> Path:
     a dynamic batch axis."""
     import torch
 
+    out = check_out(out)
     _, policy, _ = _load(source)
     module = _masked_logits(policy)
     dim = int(policy.observation_space.shape[0])
     actions = int(policy.action_space.n)
     example = (torch.zeros(2, dim), torch.ones(2, actions, dtype=torch.bool))
-    out = Path(out)
     import onnx  # noqa: F401  (the exporter needs it: the 'onnx' extra)
     torch.onnx.export(module, example, str(out), input_names=["observation", "action_mask"],
                       output_names=["logits"], dynamic_axes={"observation": {0: "batch"},
@@ -101,19 +137,34 @@ def export_onnx(source: str, out: str | Path) -> Path:
     return out
 
 
-def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: bool) -> Path:
+# Hyperparameters of a MaskablePPO model that become the imported run's training options (a resume
+# starts from them); its pacing (envs, rollout length, minibatch size) is the resume's flags' to set.
+CARRIED = ("learning_rate", "gamma", "gae_lambda", "ent_coef", "clip_range", "vf_coef", "max_grad_norm",
+           "n_epochs")
+# Policy arguments that do not change the network a resume continues: used at initialisation only,
+# or carried by the optimizer's stored state (its eps and betas); net_arch is compared as layers.
+_SETUP_ONLY = ("ortho_init", "normalize_images", "optimizer_kwargs", "net_arch")
+
+
+def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
+               trust: bool) -> tuple[Path, str | None]:
     """A ``MaskablePPO`` zip as a checkpoint of a new run directory (weights, optimizer state and
-    counters; the run can be resumed with ``canasta train --resume``)."""
+    counters) and, when ``canasta train`` builds the same network, the run's ``config.json`` (the
+    model's hyperparameters as training options), so that ``canasta train --resume`` continues it.
+
+    Returns the checkpoint and None, or why the run cannot be resumed (the checkpoint still plays
+    and exports; its meta.json config then names no net_arch)."""
     from sb3_contrib import MaskablePPO
 
     from agents.checkpoint import build_meta, checkpoint_name, current_layout, rng_state, save_checkpoint
     from canasta_env.rules import load_rules
-    from train.common.run_dir import open_run
+    from train.common.run_dir import open_run, write_config
 
+    run = check_out(run_dir, "RUN_DIR", folder=True)
     if not trust:
         raise ValueError(f"{zip_path}: an SB3 zip holds Python pickles, and loading one runs the code "
                          "inside it; pass --trust if you trust where it came from")
-    rules = load_rules(rules)
+    given, rules = rules, load_rules(rules)
     path = Path(zip_path)
     if not path.is_file():
         raise ValueError(f"{path}: no such model file")
@@ -128,16 +179,82 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *, trust: 
         raise ValueError(f"{path}: model spaces (observation {obs_shape}, actions {n}) do not fit "
                          f"{rules.name} (observation ({layout['obs_dim']},), "
                          f"actions {layout['num_actions']})")
-    run = Path(run_dir)
-    config = {"rules": rules.name, "net_arch": list(model.policy.net_arch if isinstance(
-        model.policy.net_arch, list) else model.policy.net_arch.get("pi", [])), "gamma": model.gamma,
-        "imported_from": str(path)}
+    layers, problem = _trainer_layers(model.policy)
+    config = _run_config(model, path, given if isinstance(given, str) else rules.name, run, layers)
     with open_run(run, resume=False, overwrite=False):
         steps = int(model.num_timesteps)
-        meta = build_meta(config=config, rules=rules, policy=model.policy)
+        meta = build_meta(config=config, rules=rules, policy=model.policy,
+                          extra={"imported_from": str(path)})
         state = {"num_timesteps": steps, "n_updates": int(getattr(model, "_n_updates", 0)),
                  "rng": rng_state(), "opponent_pool": []}
-        return save_checkpoint(run, checkpoint_name(steps), policy_state=model.policy.state_dict(),
+        ckpt = save_checkpoint(run, checkpoint_name(steps), policy_state=model.policy.state_dict(),
                                optimizer_state=model.policy.optimizer.state_dict(), state=state, meta=meta)
+        if problem is None:  # after the checkpoint: a failed import leaves no run behind
+            write_config(run, config)
+    return ckpt, problem
 
 
+def _trainer_layers(policy: Any) -> tuple[list[int] | None, str | None]:
+    """The ``net_arch`` with which ``canasta train`` builds ``policy``'s network, and None; or None
+    and why it builds another (a resume would load the weights into a different network)."""
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from agents.checkpoint import MAX_LAYERS, MAX_UNITS, describe_policy
+
+    arch = policy.net_arch
+    if isinstance(arch, dict):
+        if arch.get("pi", []) != arch.get("vf", []):
+            return None, (f"its policy and value networks differ (net_arch {short_repr(arch)}); canasta "
+                          "train builds both from one list of layer sizes")
+        arch = arch.get("pi", [])
+    if not 1 <= len(arch) <= MAX_LAYERS or not all(1 <= u <= MAX_UNITS for u in arch):
+        return None, f"net_arch {short_repr(arch)}: canasta train builds 1 to {MAX_LAYERS} layers"
+    ours = MaskableActorCriticPolicy(policy.observation_space, policy.action_space, lambda _: 0.0,
+                                     net_arch=list(arch))
+    have, want = describe_policy(policy)["kwargs"], describe_policy(ours)["kwargs"]
+    for key in sorted(set(have) | set(want)):
+        if key not in _SETUP_ONLY and have.get(key) != want.get(key):
+            return None, (f"its {key} {short_repr(have.get(key))} is not canasta train's "
+                          f"{short_repr(want.get(key))}")
+    return list(arch), None
+
+
+def _run_config(model: Any, path: Path, rules: str, run: Path, layers: list[int] | None) -> dict[str, Any]:
+    """The imported run's training options: every one ``TrainArgs`` has, the model's hyperparameters
+    (``CARRIED``; one ``canasta train`` would refuse keeps its default, with a warning) and
+    ``layers``; without layers, only the options set here (the trainer cannot rebuild the network)."""
+    import dataclasses
+    import sys
+
+    from train.learning.config import TrainArgs, load_args
+
+    base: dict[str, Any] = {"rules": rules, "run_dir": str(run)}
+    if layers is not None:
+        base["net_arch"] = layers
+    for name in CARRIED:
+        value = getattr(model, name, None)
+        if callable(value):  # an SB3 schedule: its value where the model stopped
+            try:
+                value = value(float(model._current_progress_remaining))
+            except Exception:  # noqa: BLE001  (a custom schedule may raise anything)
+                value = None
+        value = int(value) if name == "n_epochs" and _integral(value) else value
+        value = float(value) if name != "n_epochs" and _real(value) else value
+        try:
+            load_args(None, {**base, name: value}, source=str(path))
+        except (ValueError, TypeError):
+            print(f"warning: {path}: {name} {short_repr(value)} is not a value canasta train takes; the "
+                  f"imported run keeps its default {getattr(TrainArgs(), name)!r}", file=sys.stderr)
+            continue
+        base[name] = value
+    if layers is None:
+        return base
+    return dataclasses.asdict(load_args(None, base, source=str(path)))
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
