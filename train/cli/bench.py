@@ -13,6 +13,7 @@ from train.bench.envs import APIS, DEFAULT_VEC_BATCH, EnvResult, run_env_bench
 from train.common.options import add_options, opt
 
 MAX_SECONDS = 3600.0  # per measurement
+MAX_BATCH = 1 << 24  # games stepped together: far beyond any machine's memory before that
 
 
 MAX_STAGGER = 1_000_000  # warm-up steps
@@ -144,6 +145,11 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta bench``."""
+    if not 0 <= args.seed < 2**64:
+        raise ValueError(f"--seed {args.seed}: seeds are integers in [0, 2**64)")
+    for size in args.batch or []:
+        if not 1 <= size <= MAX_BATCH:
+            raise ValueError(f"--batch {size}: want 1 to {MAX_BATCH:,} games")
     if "all" in args.rules:
         from canasta_env.rules import preset_names
 
