@@ -20,7 +20,7 @@ from agents.checkpoint.format import (
     _json_round_trip,
     _one_line,
 )
-from agents.checkpoint.policy_spec import _check_weights, _class_spec, _number, _policy_spec
+from agents.checkpoint.policy_spec import _check_weights, _class_spec, _number, policy_spec
 from canasta_env.messages import short_repr
 
 
@@ -42,7 +42,7 @@ def describe_policy(policy: Any) -> dict[str, Any]:
         "action_space": describe_space(policy.action_space),
     }
     try:
-        _policy_spec(Path(META_FILE), _json_round_trip(out))
+        policy_spec(Path(META_FILE), _json_round_trip(out))
     except CheckpointError as exc:
         raise ValueError(f"this policy cannot be checkpointed: {exc}") from None
     return out
@@ -90,7 +90,7 @@ def policy_from_checkpoint(ckpt: Checkpoint, observation_space: Any, action_spac
     """
     file = ckpt.path / META_FILE
     desc: Any = ckpt.meta.get("policy")
-    cls, kwargs = _policy_spec(file, desc)
+    cls, kwargs = policy_spec(file, desc)
     for what, space in (("observation_space", observation_space), ("action_space", action_space)):
         if desc.get(what) != describe_space(space):
             raise CheckpointError(f"{file}: {what} mismatch: checkpoint {short_repr(desc.get(what))}, "

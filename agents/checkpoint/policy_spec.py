@@ -69,7 +69,7 @@ def _allowed_class(file: Path, key: str, spec: Any) -> type:
                           f"and classes ({names})")
 
 
-def _policy_spec(file: Path, desc: Any) -> tuple[type, dict[str, Any]]:
+def policy_spec(file: Path, desc: Any) -> tuple[type, dict[str, Any]]:
     """Validate meta.json's "policy" (class, kwargs, spaces) and return the class and the
     constructor keyword arguments, classes resolved through ``allowed_classes()``."""
     if not isinstance(desc, dict) or not {"class", "kwargs"} <= set(desc):
@@ -204,7 +204,7 @@ def _shapes(policy_state: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
 def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:
     """Refuse weights whose shapes differ from the network meta.json describes, before building
     it: what gets allocated is then no larger than the verified policy.safetensors."""
-    _, kwargs = _policy_spec(path / META_FILE, desc)
+    _, kwargs = policy_spec(path / META_FILE, desc)
     net_arch = kwargs.get("net_arch", {"pi": [64, 64], "vf": [64, 64]})  # SB3's default
     want = _policy_shapes(desc, net_arch)
     have = _shapes(policy_state)

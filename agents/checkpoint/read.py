@@ -44,7 +44,7 @@ from agents.checkpoint.format import (
     _json_round_trip,
     _one_line,
 )
-from agents.checkpoint.policy_spec import _check_weights, _policy_spec
+from agents.checkpoint.policy_spec import _check_weights, policy_spec
 from agents.checkpoint.rng import _rng_problem
 from canasta_env.messages import short_repr
 
@@ -153,7 +153,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{file}: format {short_repr(got)}, expected {FORMAT!r}")
     _check_files(file, meta.get("files"))
     if "policy" in meta:
-        _policy_spec(file, meta["policy"])
+        policy_spec(file, meta["policy"])
     return meta
 
 

@@ -68,12 +68,12 @@ def export_sb3(source: str, out: str | Path) -> Path:
     from sb3_contrib import MaskablePPO
 
     from agents.checkpoint import META_FILE, POLICY_FILE, CheckpointError
-    from agents.checkpoint.policy_spec import _policy_spec
+    from agents.checkpoint.policy_spec import policy_spec
     from canasta_env.envs.sb3_env import CanastaVecEnv
 
     out = check_out(out, sb3=True)
     ckpt, policy, rules = _load(source)
-    cls, kwargs = _policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
+    cls, kwargs = policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
     gamma = _stored_gamma(ckpt)
     try:
         model = MaskablePPO(cls, CanastaVecEnv(1, rules), policy_kwargs=kwargs, gamma=gamma,
