@@ -106,6 +106,18 @@ def test_relu_model_is_not_advertised_as_resumable(tmp_path: Path) -> None:
     assert problem is not None and "ReLU" in problem and "Tanh" in problem
 
 
+def test_a_resume_of_another_network_is_refused_even_when_the_weights_fit(tmp_path: Path,
+                                                                          cli_here: Cli) -> None:
+    import torch
+
+    zip_path = _save_model(tmp_path / "relu.zip", [16], activation_fn=torch.nn.ReLU)
+    run = tmp_path / "run"
+    interop.import_sb3(zip_path, run, "classic_2p", trust=True)
+    status, err = cli_here("train", "--run-dir", str(run), "--resume", *TINY_RESUME, "--net-arch", "16")
+    assert status == 2 and "activation_fn" in err and "ReLU" in err and "another network" in err, err
+    assert not (run / "ckpt_000000256").exists()
+
+
 def test_empty_run_dir_and_out_are_refused(tiny: Path, tiny_run: Path, tmp_path: Path, cli_here: Cli,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     here = tmp_path / "here"

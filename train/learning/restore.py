@@ -23,6 +23,26 @@ def _check_optimizer_shapes(path: Path, optimizer: Any) -> None:
                                           f"for a parameter of shape {tuple(param.shape)}")
 
 
+# What makes a network other than its layer sizes (the weights' shapes check those).
+NETWORK_KWARGS = ("activation_fn", "features_extractor_class", "features_extractor_kwargs",
+                  "share_features_extractor", "optimizer_class")
+
+
+def _check_same_network(path: Path, meta: dict[str, Any], policy: Any) -> None:
+    """Refuse a checkpoint whose stored policy was built otherwise than this run's (e.g. ReLU where
+    the trainer builds Tanh): weights of the same shapes would load and train another network."""
+    from agents.checkpoint import CheckpointError, describe_policy
+    from canasta_env.messages import short_repr
+
+    stored = (meta.get("policy") or {}).get("kwargs") or {}
+    built = describe_policy(policy)["kwargs"]
+    for key in NETWORK_KWARGS:
+        if key in stored and stored[key] != built.get(key):
+            raise CheckpointError(f"{path}: its policy has {key} {short_repr(stored[key])}, but this run "
+                                  f"builds {short_repr(built.get(key))}; a resume would train another "
+                                  "network")
+
+
 def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False,
             args: TrainArgs | None = None) -> bool:
     """Load the checkpoint a resume continues from (``train.common.run_dir.resume_checkpoint``: the latest
@@ -58,6 +78,7 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
         raise CheckpointError(f"{path}: does not fit this run's network (net_arch "
                               f"{args.net_arch if args else '?'}; {detail})") from None
     _check_optimizer_shapes(path, model.policy.optimizer)
+    _check_same_network(path, ckpt.meta, model.policy)
     if args is not None:
         for group in model.policy.optimizer.param_groups:
             group["lr"] = args.learning_rate
