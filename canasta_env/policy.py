@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.rng import GOLDEN, M1, mix64_array
 
 
@@ -97,6 +98,19 @@ def pick_legal(mask, u):
     return out
 
 
+def check_mask(legal_action_mask: npt.ArrayLike, rows: int | None, who: str) -> npt.NDArray[np.bool_]:
+    """``legal_action_mask`` as a C-contiguous ``(B, NUM_ACTIONS)`` bool array, ``B == rows`` when
+    given (the observations' rows); a ``ValueError`` naming ``who`` otherwise. The agents' kernels
+    index the mask by the observations' rows and the action layout, so a mismatch would read
+    outside it."""
+    mask = np.ascontiguousarray(legal_action_mask, dtype=np.bool_)
+    if mask.ndim != 2 or mask.shape[1] != NUM_ACTIONS or (rows is not None and mask.shape[0] != rows):
+        want = f"({rows if rows is not None else 'B'}, {NUM_ACTIONS})"
+        raise ValueError(f"{who}: legal_action_mask of shape {mask.shape}; expected {want} (one row "
+                         "per observation, one column per action)")
+    return mask
+
+
 class RandomAgent:
     """Uniform over legal actions: one uniform draw per row from ``rng``."""
 
@@ -105,7 +119,10 @@ class RandomAgent:
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]:
-        mask = np.asarray(legal_action_mask, dtype=np.bool_)
+        mask = check_mask(legal_action_mask, None, "random: act")
+        if not callable(getattr(rng, "random", None)):
+            raise ValueError(f"random: act needs rng, a numpy Generator (or RowRandom), got "
+                             f"{type(rng).__name__}")
         return pick_legal(mask, rng.random(mask.shape[0]))
 
 

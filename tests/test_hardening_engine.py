@@ -434,3 +434,16 @@ def test_the_check_runs_without_the_jit() -> None:
                           env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "refresh_mask: row 0 is corrupt: current_player = 9 outside [0, 1]" in proc.stdout
+
+
+@pytest.mark.parametrize("frozen", ["data", "legal_action_mask"])
+def test_a_read_only_state_is_refused_by_what_writes_it(frozen: str) -> None:
+    from canasta_env import engine as E
+
+    state = E.init("classic_2p", 2, 0)
+    getattr(state, frozen).flags.writeable = False
+    actions = [int(np.flatnonzero(row)[0]) for row in state.legal_action_mask]
+    for call in (lambda: E.step(state, actions), lambda: E.reset_rows(state, [0])):
+        with pytest.raises(ValueError, match="read-only"):
+            call()
+    assert E.observe(state, [0, 1]).shape[0] == 2  # reading it is fine

@@ -442,6 +442,9 @@ def check_batch_size(value: object, fn: str, name: str = "num_games") -> int:
     return n
 
 
+_WRITERS = frozenset({"step", "reset_rows", "redeal", "refresh_mask"})  # they change the arrays in place
+
+
 def _check_state(state: State, fn: str) -> None:
     """The arrays a kernel will index have the shapes and dtypes the parameter vector implies."""
     data, mask, prm = state.data, state.legal_action_mask, state.params
@@ -451,6 +454,9 @@ def _check_state(state: State, fn: str) -> None:
             and mask.dtype == np.bool_ and mask.shape == (data.shape[0], NUM_ACTIONS)):
         raise ValueError(f"{fn}: the state's arrays do not match its parameters (data, "
                          "legal_action_mask or params were replaced); make it with init()")
+    if fn in _WRITERS and not (data.flags.writeable and mask.flags.writeable):
+        raise ValueError(f"{fn}: the state's data or legal_action_mask is read-only; {fn} changes "
+                         "them in place (clone() gives a writable copy)")
     check_threads(state.threads, f"{fn}: state.threads")
 
 

@@ -202,3 +202,21 @@ def test_answer_no_when_behind():
             obs = observe(state, state.current_player[rows].astype(np.int64), rows)
             seen.update(agent.act(obs, state.legal_action_mask[rows], None).tolist())
     assert seen and seen <= {ANSWER_YES, ANSWER_NO}
+
+
+@pytest.mark.parametrize("name", ["greedy", "heuristic", "heuristic:eager", "random"])
+def test_act_refuses_a_mask_that_does_not_fit_the_observations(name: str) -> None:
+    """The kernels index the mask by the observations' rows and the action layout: a mask of
+    another shape would be read outside it (a segfault at 200,000 rows before this check)."""
+    from canasta_env import engine as E
+
+    state = E.init("classic_2p", 1, 0)
+    obs, mask = E.observe(state, 0), state.legal_action_mask.copy()
+    agent = make_agent(name, "classic_2p")
+    bad = [mask[:, :50], mask[0], None, np.ones((1, 200), dtype=bool)]
+    if name != "random":  # random reads no observation
+        bad.append(np.repeat(mask, 3, axis=0))
+    for m in bad:
+        with pytest.raises(ValueError, match="legal_action_mask of shape"):
+            agent.act(obs, m, np.random.default_rng(0))
+    assert mask[0, agent.act(obs, mask, np.random.default_rng(0))[0]]
