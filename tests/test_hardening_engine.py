@@ -447,3 +447,11 @@ def test_a_read_only_state_is_refused_by_what_writes_it(frozen: str) -> None:
         with pytest.raises(ValueError, match="read-only"):
             call()
     assert E.observe(state, [0, 1]).shape[0] == 2  # reading it is fine
+
+
+@pytest.mark.parametrize("action", [1.5, "1", True, None])
+def test_action_name_takes_integers_only(action: object) -> None:
+    from canasta_env.engine import action_name
+
+    with pytest.raises(ValueError, match="must be an integer"):
+        action_name(action)  # type: ignore[arg-type]

@@ -130,6 +130,9 @@ RANGE_NAMES: tuple[str, ...] = tuple(name for name, _ in _RANGES)
 
 def action_name(action: int) -> str:
     """Readable name of an action index, e.g. ``MELD_NNN_K`` or ``DISCARD_7``."""
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise ValueError(f"action_name: action must be an integer, got {action!r:.40} "
+                         f"({type(action).__name__})")  # 1.5 is no action, not END_HAND
     if not 0 <= int(action) < NUM_ACTIONS:
         raise ValueError(f"action {action} is outside [0, {NUM_ACTIONS})")
     return ACTION_NAMES[int(action)]
