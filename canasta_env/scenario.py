@@ -41,6 +41,7 @@ from canasta_env.engine.cards import (
     JOKER,
     KIND_NAMES,
     NUM_KINDS,
+    NUM_SLOTS,
     RED_THREE,
     SEVEN_SLOT,
     TWO,
@@ -102,10 +103,61 @@ from canasta_env.engine.legality import (
     find_illegal,
 )
 from canasta_env.engine.turn import mark_sevens_only
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 from canasta_env.scenario_text import ScenarioError, card_list, cards_text, describe, parse_cards
 
 __all__ = ["ScenarioError", "card_list", "cards_text", "describe", "parse_cards", "scenario"]
+
+MAX_SCORE = 10**7  # |a cumulative score| below this
+MAX_TURN_VALUE = 10**5
+
+
+# ---- argument checks: each refuses with a one-line ScenarioError naming the argument ------------
+
+def _int_in(value: object, where: str, low: int, stop: int, what: str = "an int", hint: str = "") -> int:
+    """``value`` as an int in ``[low, stop)``: an int or numpy integer, never a bool or a float;
+    ``hint`` ends the error message."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or not low <= value < stop:
+        raise ScenarioError(f"{where} = {short_repr(value)} is not {what} in [{low}, {stop}){hint}")
+    return int(value)
+
+
+def _seat(value: object, where: str, n: int) -> int:
+    """``value`` as a seat of ``n`` players (every argument that names a seat)."""
+    return _int_in(value, where, 0, n, "a seat")
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ScenarioError(f"{where} = {short_repr(value)} is not a bool (True or False)")
+    return bool(value)
+
+
+def _text(value: object, where: str) -> str:
+    """A card string such as ``"5 5 K JK"``."""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where} = {short_repr(value)} is not a card string such as '5 5 K JK'")
+    return value
+
+
+def _listed(value: object, where: str, expected: str, length: int | None = None) -> list[object]:
+    """``value`` as a list: a list, tuple or 1-d array (not a string), of ``length`` items if given."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) \
+            or (isinstance(value, np.ndarray) and value.ndim != 1):
+        raise ScenarioError(f"{where}: expected {expected}, got {type(value).__name__} {short_repr(value)}")
+    items = list(value)
+    if length is not None and len(items) != length:
+        raise ScenarioError(f"{where}: expected {expected}, got {len(items)} items {short_repr(value)}")
+    return items
+
+
+def _mapped(value: object, where: str, expected: str) -> list[tuple[object, object]]:
+    """``value``'s items, when it is a mapping."""
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected {expected}, got {type(value).__name__} {short_repr(value)}")
+    return list(value.items())
 
 def _meld_slot(counts: np.ndarray, where: str) -> tuple[int, int, int, int]:
     """(slot, naturals, jokers, twos) of a meld's cards; only wilds: the wild-only slot (R2)."""
@@ -141,11 +193,11 @@ def _side_melds(described: Mapping[int, Sequence[str]] | None, prm: np.ndarray, 
     ``where`` names it as ``melds[side][index] 'text'``."""
     out = []
     sides = int(prm[P_NSIDES])
-    for side, texts in (described or {}).items():
-        if not 0 <= side < sides:
-            raise ScenarioError(f"{what}: side {side} out of range for {sides} sides (melds are keyed "
-                                "by side)")
-        for index, text in enumerate(texts):
+    expected = "a mapping side -> list of meld strings, e.g. {0: ['K K K']}"
+    for key, texts in _mapped({} if described is None else described, what, expected):
+        side = _int_in(key, f"{what} key", 0, sides, "a side", " (melds are keyed by side, seat % num_sides)")
+        for index, item in enumerate(_listed(texts, f"{what}[{side}]", "a list of meld strings")):
+            text = _text(item, f"{what}[{side}][{index}]")
             where = f"{what}[{side}][{index}] {text!r}"
             owner, cards = _owner_of(text, side, prm, where)
             counts = parse_cards(cards, where)
@@ -211,7 +263,8 @@ def scenario(
         reserves: face-down kitty or foot per seat (R1, P1); seats not named hold theirs already.
         reserve_shown: seats whose kitty was shown this turn and joins after the discard (R4).
     """
-    rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
+    # anything but a RuleSet goes through load_rules, which refuses what it cannot read (None, 5)
+    rules = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
     state = _new_state(rules, 1, episode)
     used = np.zeros(NUM_KINDS, dtype=np.int64)
     pieces: dict[tuple[str, int, int], str] = {}
@@ -230,11 +283,12 @@ def scenario(
 
 def _place_hands(state: State, hands: Sequence[str] | Mapping[int, str], used: np.ndarray) -> None:
     n = state.num_players
-    hand_items = hands.items() if isinstance(hands, Mapping) else enumerate(hands)
-    for seat, text in hand_items:
-        if not 0 <= seat < n:
-            raise ScenarioError(f"hands: seat {seat} out of range for {n} players")
-        counts = parse_cards(text, f"hands[{seat}]")
+    expected = "a list of card strings, one per seat, or a mapping seat -> card string"
+    hand_items = _mapped(hands, "hands", expected) if isinstance(hands, Mapping) \
+        else list(enumerate(_listed(hands, "hands", expected)))
+    for key, text in hand_items:
+        seat = _seat(key, "hands seat", n)
+        counts = parse_cards(_text(text, f"hands[{seat}]"), f"hands[{seat}]")
         if counts[RED_THREE]:
             raise ScenarioError(f"hands[{seat}]: red threes are never held (C8); use red_threes")
         state.hands[0, seat] = counts
@@ -273,15 +327,25 @@ def _place_closed(state: State, closed: Mapping[int, Sequence[str]] | None, used
 def _place_reserves(state: State, reserves: Mapping[int, str] | None, reserve_shown: Sequence[int],
                     red_threes: Mapping[int, int] | None, used: np.ndarray) -> None:
     """The kitties or feet (every seat's still in hand unless described) and the red threes down."""
+    n = state.num_players
+    shown = [_seat(s, "reserve_shown", n) for s in _listed(reserve_shown, "reserve_shown", "a list of seats")]
     state.reserve_state[0] = RES_IN_HAND
-    for seat, text in (reserves or {}).items():
-        counts = parse_cards(text, f"reserves[{seat}]")
+    described = _mapped({} if reserves is None else reserves, "reserves", "a mapping seat -> card string")
+    for key, text in described:
+        seat = _seat(key, "reserves seat", n)
+        counts = parse_cards(_text(text, f"reserves[{seat}]"), f"reserves[{seat}]")
         state.reserves[0, seat] = counts
-        state.reserve_state[0, seat] = RES_SHOWN if seat in reserve_shown else RES_DOWN
+        state.reserve_state[0, seat] = RES_SHOWN if seat in shown else RES_DOWN
         used += counts
-    for seat, count in (red_threes or {}).items():
-        state.red_threes[0, seat] = count
-        used[RED_THREE] += count
+    for seat in shown:
+        if state.reserve_state[0, seat] != RES_SHOWN:
+            raise ScenarioError(f"reserve_shown: seat {seat} has no kitty or foot described in reserves (R4)")
+    deck_threes = int(deck_counts(state.params)[RED_THREE])
+    for key, count in _mapped({} if red_threes is None else red_threes, "red_threes",
+                              "a mapping seat -> count"):
+        seat = _seat(key, "red_threes seat", n)
+        state.red_threes[0, seat] = _int_in(count, f"red_threes[{seat}]", 0, deck_threes + 1, "a count")
+        used[RED_THREE] += state.red_threes[0, seat]
 
 
 def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top: str, rest: str,
@@ -290,10 +354,10 @@ def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top:
     that uses more cards of a kind than the deck holds."""
     prm, row = state.params, state.data[0]
     deck = deck_counts(prm)
-    pile_cards = card_list(pile, "pile")
+    pile_cards = card_list(_text(pile, "pile"), "pile")
     for c in pile_cards:
         used[c] += 1
-    top_cards = card_list(stock_top, "stock_top")
+    top_cards = card_list(_text(stock_top, "stock_top"), "stock_top")
     for c in top_cards:
         used[c] += 1
     over = [k for k in range(NUM_KINDS) if used[k] > deck[k]]
@@ -311,7 +375,7 @@ def _lay_stock_and_pile(state: State, used: np.ndarray, *, pile: str, stock_top:
     row[prm[O_PILE]: prm[O_PILE] + len(pile_cards)] = pile_cards
     row[F_PILE_LEN] = len(pile_cards)
     wild_inside = any(c in (JOKER, TWO, RED_THREE) for c in pile_cards)  # a red three: the upcard (C5)
-    row[F_PILE_FROZEN] = int(wild_inside if pile_frozen is None else pile_frozen)
+    row[F_PILE_FROZEN] = int(wild_inside if pile_frozen is None else _flag(pile_frozen, "pile_frozen"))
     row[prm[O_DECKCOUNT]: prm[O_DECKCOUNT] + NUM_KINDS] = deck
 
 
@@ -320,35 +384,52 @@ def _set_progress(state: State, *, scores: Sequence[int] | None, opened: Sequenc
     """Scores, which sides have opened and which seats have melded (by default from the melds)."""
     n, sides, owners = state.num_players, state.num_sides, state.num_owners
     if scores is not None:
-        state.scores[0] = np.asarray(scores, dtype=np.int32)
+        listed = _listed(scores, "scores", f"a list of {sides} ints, one per side", sides)
+        state.scores[0] = [_int_in(x, f"scores[{s}]", 1 - MAX_SCORE, MAX_SCORE) for s, x in enumerate(listed)]
     owner_has = (state.meld_naturals[0].sum(axis=1) + state.meld_jokers[0].sum(axis=1)
                  + state.meld_twos[0].sum(axis=1) + state.closed_slots[0].sum(axis=1)) > 0
     side_has = np.array([owner_has[s::sides].any() for s in range(sides)])
-    state.opened[0] = np.asarray(side_has if opened is None else opened, dtype=np.int32)
+    if opened is None:
+        state.opened[0] = side_has
+    else:
+        listed = _listed(opened, "opened", f"a list of {sides} bools, one per side", sides)
+        state.opened[0] = [_flag(x, f"opened[{s}]") for s, x in enumerate(listed)]
     if has_melded is None:  # the first seat of every owner with melds
-        has_melded = [next(p for p in range(n) if p % owners == o) for o in range(owners) if owner_has[o]]
-    for seat in has_melded:
+        seats = [next(p for p in range(n) if p % owners == o) for o in range(owners) if owner_has[o]]
+    else:
+        seats = [_seat(s, "has_melded", n) for s in _listed(has_melded, "has_melded", "a list of seats")]
+    for seat in seats:
         state.has_melded[0, seat] = 1
 
 
 def _set_turn(state: State, *, turn: int, dealer: int | None, phase: str, took_pile: bool, turn_value: int,
               credit: str | None, new_slots: Sequence[int]) -> None:
     """The game live, seat ``turn`` to move in ``phase``, with what it did earlier this turn."""
-    prm, row = state.params, state.data[0]
+    prm, row, n = state.params, state.data[0], state.num_players
+    # every argument checked before the first kernel runs (a bad seat would index out of the row)
+    turn = _seat(turn, "turn", n)
+    dealer = (turn - 1) % n if dealer is None else _seat(dealer, "dealer", n)
+    if not isinstance(phase, str) or phase not in ("draw", "meld", "final_meld"):
+        raise ScenarioError(f"phase must be draw, meld or final_meld, got {short_repr(phase)}")
+    took_pile = _flag(took_pile, "took_pile")
+    turn_value = _int_in(turn_value, "turn_value", 0, MAX_TURN_VALUE + 1)
+    held = None if not took_pile and credit is None else parse_cards(
+        "" if credit is None else _text(credit, "credit"), "credit")
+    slots = [_int_in(s, "new_slots", 0, NUM_SLOTS, "a meld slot")
+             for s in _listed(new_slots, "new_slots", "a list of meld slots")]
+    if slots and phase == "draw":
+        raise ScenarioError("new_slots: the mover starts no meld before drawing (phase 'draw')")
     row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2
-    row[F_DEALER] = (turn - 1) % state.num_players if dealer is None else dealer
+    row[F_DEALER] = dealer
     start_turn(row, prm, turn)
     row[F_STATUS] = ST_LIVE
-    if phase not in PHASE_NAMES[:4] or phase == "answer":
-        raise ScenarioError(f"phase must be draw, meld or final_meld, got {phase!r}")
     row[F_PHASE] = PHASE_NAMES.index(phase)
     if phase != "draw":
         row[F_TURN_FLAGS] |= TF_TOOK if took_pile else TF_DREW
     row[F_TURN_VALUE] = turn_value
-    if took_pile or credit is not None:
-        held = parse_cards(credit or "", "credit")
+    if held is not None:
         row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS] = held
-    for slot in new_slots:
+    for slot in slots:
         row[prm[O_NEW] + slot] = 1
     if phase != "draw":
         mark_sevens_only(row, prm)

@@ -29,6 +29,7 @@ from canasta_env.engine import layout as L
 from canasta_env.engine.deal import CREDIT_ALL
 from canasta_env.engine.integrity import REPORT_SIZE
 from canasta_env.engine.legality import find_illegal
+from canasta_env.rules import load_rules
 from canasta_env.scenario import ScenarioError, describe, scenario
 from canasta_env.testing import keyed_actions
 
@@ -86,7 +87,7 @@ CASES = [
      "cap (R2)", dict(hands=TWO, melds={0: ["K K K K K K K"]})),
     # melds are keyed by side in every preset; G2 names the owning seat with a prefix
     ("classic_4p", dict(hands=FOUR, melds={2: ["K K K"]}),
-     "melds: side 2 out of range for 2 sides (melds are keyed by side)",
+     "melds key = 2 is not a side in [0, 2) (melds are keyed by side, seat % num_sides)",
      dict(hands=FOUR, melds={0: ["K K K"]})),
     ("classic_4p", dict(hands=FOUR, melds={0: ["P2: K K K"]}),
      "melds[0][0] 'P2: K K K': sides own melds in these rules (C14); drop 'P2'",
@@ -202,3 +203,91 @@ def test_scenario_without_jit() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "melds[0][0] '5 5 2 2 JK': more wild cards (3) than natural cards (2) (C13)"
+
+
+# ---- hostile arguments: one ScenarioError naming the argument, before any kernel runs -------------
+
+H2 = ["5 5 5 K K 7", "Q Q 9"]
+# (preset, bad arguments, the one-line error)
+BAD_ARGS = [
+    ("classic_2p", dict(turn=1.0), "turn = 1.0 is not a seat in [0, 2)"),
+    ("classic_2p", dict(turn="0"), "turn = '0' is not a seat in [0, 2)"),
+    ("classic_2p", dict(turn=True), "turn = True is not a seat in [0, 2)"),
+    ("classic_2p", dict(dealer=5), "dealer = 5 is not a seat in [0, 2)"),
+    ("classic_2p", dict(dealer=-1), "dealer = -1 is not a seat in [0, 2)"),
+    ("classic_2p", dict(red_threes={-1: 2}), "red_threes seat = -1 is not a seat in [0, 2)"),
+    ("classic_2p", dict(red_threes={5: 2}), "red_threes seat = 5 is not a seat in [0, 2)"),
+    ("classic_2p", dict(has_melded=[-1]), "has_melded = -1 is not a seat in [0, 2)"),
+    ("classic_2p", dict(has_melded=[9]), "has_melded = 9 is not a seat in [0, 2)"),
+    ("railroad_2p", dict(reserves={-1: "4 5"}), "reserves seat = -1 is not a seat in [0, 2)"),
+    ("railroad_2p", dict(reserves={7: "4"}), "reserves seat = 7 is not a seat in [0, 2)"),
+    ("railroad_2p", dict(reserve_shown=[9]), "reserve_shown = 9 is not a seat in [0, 2)"),
+    ("railroad_2p", dict(reserve_shown=[0]),
+     "reserve_shown: seat 0 has no kitty or foot described in reserves (R4)"),
+    ("classic_2p", dict(new_slots=[20], phase="meld"), "new_slots = 20 is not a meld slot in [0, 13)"),
+    ("classic_2p", dict(new_slots=[99], phase="meld"), "new_slots = 99 is not a meld slot in [0, 13)"),
+    ("classic_2p", dict(new_slots=[-1], phase="meld"), "new_slots = -1 is not a meld slot in [0, 13)"),
+    ("classic_2p", dict(new_slots=[1.5], phase="meld"), "new_slots = 1.5 is not a meld slot in [0, 13)"),
+    ("classic_2p", dict(new_slots="1", phase="meld"),
+     "new_slots: expected a list of meld slots, got str '1'"),
+    ("classic_2p", dict(new_slots=[1]), "new_slots: the mover starts no meld before drawing (phase 'draw')"),
+    ("classic_2p", dict(turn_value="12"), "turn_value = '12' is not an int in [0, 100001)"),
+    ("classic_2p", dict(turn_value=12.5), "turn_value = 12.5 is not an int in [0, 100001)"),
+    ("classic_2p", dict(turn_value=2**40), "turn_value = 1099511627776 is not an int in [0, 100001)"),
+    ("classic_2p", dict(scores=[0.7, 1500.9]), "scores[0] = 0.7 is not an int in [-9999999, 10000000)"),
+    ("classic_2p", dict(scores=5), "scores: expected a list of 2 ints, one per side, got int 5"),
+    ("classic_2p", dict(scores=["a", "b"]), "scores[0] = 'a' is not an int in [-9999999, 10000000)"),
+    ("classic_2p", dict(scores=[0, 1, 2]),
+     "scores: expected a list of 2 ints, one per side, got 3 items [0, 1, 2]"),
+    ("classic_2p", dict(scores=[2**40, 0]),
+     "scores[0] = 1099511627776 is not an int in [-9999999, 10000000)"),
+    ("classic_2p", dict(red_threes={0: 1.5}), "red_threes[0] = 1.5 is not a count in [0, 5)"),
+    ("classic_2p", dict(pile_frozen=5), "pile_frozen = 5 is not a bool (True or False)"),
+    ("classic_2p", dict(took_pile=1, phase="meld"), "took_pile = 1 is not a bool (True or False)"),
+    ("classic_2p", dict(opened="yes"), "opened: expected a list of 2 bools, one per side, got str 'yes'"),
+    ("classic_2p", dict(opened=[1, 0]), "opened[0] = 1 is not a bool (True or False)"),
+    ("classic_2p", dict(phase=None), "phase must be draw, meld or final_meld, got None"),
+    ("classic_2p", dict(hands={"0": "5 5"}), "hands seat = '0' is not a seat in [0, 2)"),
+    ("classic_2p", dict(hands=[[5, 5, 5], "Q"]),
+     "hands[0] = [5, 5, 5] is not a card string such as '5 5 K JK'"),
+    ("classic_2p", dict(hands=[None, "Q"]), "hands[0] = None is not a card string such as '5 5 K JK'"),
+    ("classic_2p", dict(hands=None), "hands: expected a list of card strings, one per seat, or a mapping "
+     "seat -> card string, got NoneType None"),
+    ("classic_2p", dict(hands="5 5 5"), "hands: expected a list of card strings, one per seat, or a mapping "
+     "seat -> card string, got str '5 5 5'"),
+    ("classic_2p", dict(pile=None), "pile = None is not a card string such as '5 5 K JK'"),
+    ("classic_2p", dict(credit=5, phase="meld"), "credit = 5 is not a card string such as '5 5 K JK'"),
+    ("classic_2p", dict(melds=["K K K"]),
+     "melds: expected a mapping side -> list of meld strings, e.g. {0: ['K K K']}, got list ['K K K']"),
+    ("classic_2p", dict(melds={0: "K K K"}), "melds[0]: expected a list of meld strings, got str 'K K K'"),
+    ("classic_2p", dict(melds={"0": ["K K K"]}),
+     "melds key = '0' is not a side in [0, 2) (melds are keyed by side, seat % num_sides)"),
+    ("classic_2p", dict(red_threes=[1, 1]), "red_threes: expected a mapping seat -> count, got list [1, 1]"),
+]
+
+
+@pytest.mark.parametrize(("preset", "bad", "message"), BAD_ARGS, ids=[c[2][:40] for c in BAD_ARGS])
+def test_bad_argument_refused_naming_it(preset: str, bad: dict, message: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        scenario(preset, **{"hands": H2, **bad})
+    assert str(info.value) == message
+
+
+def test_rules_go_through_load_rules() -> None:
+    """A dict of options is read like load_rules reads it; what it cannot read it refuses."""
+    options = load_rules("classic_2p").to_dict()
+    assert (scenario(options, hands=H2).data == scenario("classic_2p", hands=H2).data).all()
+    with pytest.raises(ValueError, match="rules must be a preset name"):
+        scenario(None, hands=H2)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("turn", [2**31 - 1, 2**31, 10**12, 10**6, -1])
+def test_out_of_range_turn_refused_before_the_kernel(turn: int) -> None:
+    """A turn out of [0, players) used to reach start_turn and write out of the row (a segfault for
+    2**31 - 1): run in a child so that a crash fails the test instead of the session."""
+    code = ("from canasta_env.scenario import scenario, ScenarioError\n"
+            f"try:\n    scenario('classic_2p', hands={H2!r}, turn={turn})\n"
+            "except ScenarioError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == f"turn = {turn} is not a seat in [0, 2)"
