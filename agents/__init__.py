@@ -153,6 +153,7 @@ def _is_path(name: str) -> bool:
 def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.rule_based.random import RandomAgent
 
+    load_rules(rules)  # it plays any table, but a name that is no table is still a mistake
     return RandomAgent(**kwargs)
 
 

@@ -220,3 +220,9 @@ def test_act_refuses_a_mask_that_does_not_fit_the_observations(name: str) -> Non
         with pytest.raises(ValueError, match="legal_action_mask of shape"):
             agent.act(obs, m, np.random.default_rng(0))
     assert mask[0, agent.act(obs, mask, np.random.default_rng(0))[0]]
+
+
+@pytest.mark.parametrize("rules", ["nope", None])
+def test_random_refuses_rules_that_are_no_table(rules: object) -> None:
+    with pytest.raises(ValueError):
+        make_agent("random", rules)  # type: ignore[arg-type]
