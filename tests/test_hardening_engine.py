@@ -4,6 +4,7 @@ with a one-line message before any kernel runs or anything large is allocated; n
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -455,3 +456,23 @@ def test_action_name_takes_integers_only(action: object) -> None:
 
     with pytest.raises(ValueError, match="must be an integer"):
         action_name(action)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("F_TURN_FLAGS", -1, "turn_flags = -1"), ("F_TURN_FLAGS", 2**31 - 1, "turn_flags"),
+    ("F_NEEDS_MIN", 5, "needs_minimum = 5"), ("F_STATUS", 99, "status = 99"), ("opened", 7, "opened[0] = 7")])
+def test_an_edited_flag_is_corrupt_before_any_row_steps(field: str, value: int, says: str) -> None:
+    """A flag no play reaches left a row with no legal move: 'engine bug' after the other rows had
+    stepped, their results lost. It is refused before the kernel runs."""
+    from canasta_env import engine as E
+    from canasta_env.engine import layout as L
+
+    state = E.init("classic_2p", 2, 0)
+    if field == "opened":
+        state.opened[0, 0] = value
+    else:
+        state.data[0, getattr(L, field)] = value
+    before = state.data[1].copy()
+    with pytest.raises(E.CorruptStateError, match=re.escape(says)):
+        E.step(state, [int(np.flatnonzero(row)[0]) for row in state.legal_action_mask])
+    assert np.array_equal(state.data[1], before)  # the sound row has not moved either

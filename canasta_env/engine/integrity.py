@@ -27,11 +27,13 @@ from canasta_env.engine.turn import meld_cards
 # what ``find_corrupt`` found wrong: report[0] (names for messages in FIELDS)
 (BAD_PARAMS, BAD_CUR, BAD_PHASE, BAD_DEALER, BAD_ASKER, BAD_STOCK_SIZE, BAD_PILE_SIZE, BAD_STOCK,
  BAD_PILE, BAD_HANDS, BAD_RESERVES, BAD_RED3, BAD_MNAT, BAD_MJOK, BAD_MTWO, BAD_CLOSED, BAD_CJOK,
- BAD_CTWO, BAD_CLOSED_CARDS, BAD_CARDS, BAD_ACTION) = range(21)
+ BAD_CTWO, BAD_CLOSED_CARDS, BAD_CARDS, BAD_STATUS, BAD_TURN_FLAGS, BAD_NEEDS_MIN, BAD_OPENED,
+ BAD_ACTION) = range(25)  # BAD_ACTION last: legality.py numbers its codes after it
 FIELDS = ("params", "current_player", "phase", "dealer", "asker", "stock_size", "pile_size",
           "stock", "pile", "hands", "reserves", "red_threes", "meld_naturals", "meld_jokers",
           "meld_twos", "closed_slots", "closed_jokers", "closed_twos", "closed canastas",
-          "cards", "legal_action_mask")
+          "cards", "status", "turn_flags", "needs_minimum", "opened", "legal_action_mask")
+ALL_TURN_FLAGS = 2 * L.TF_NEW_CANASTA - 1  # every TF_* bit
 REPORT_SIZE = 6  # code, index i, index j (-1: none), value, low, high
 
 
@@ -60,6 +62,16 @@ def _header_ok(row, prm, report):
         return _bad(report, BAD_STOCK_SIZE, -1, -1, row[L.F_STOCK_LEN], 0, deck)
     if not 0 <= row[L.F_PILE_LEN] <= deck:
         return _bad(report, BAD_PILE_SIZE, -1, -1, row[L.F_PILE_LEN], 0, deck)
+    # flags the legality of every move reads: a value no play reaches leaves a row with none
+    if not L.ST_LIVE <= row[L.F_STATUS] <= L.ST_DONE:
+        return _bad(report, BAD_STATUS, -1, -1, row[L.F_STATUS], L.ST_LIVE, L.ST_DONE)
+    if not 0 <= row[L.F_TURN_FLAGS] <= ALL_TURN_FLAGS:
+        return _bad(report, BAD_TURN_FLAGS, -1, -1, row[L.F_TURN_FLAGS], 0, ALL_TURN_FLAGS)
+    if not 0 <= row[L.F_NEEDS_MIN] <= 1:
+        return _bad(report, BAD_NEEDS_MIN, -1, -1, row[L.F_NEEDS_MIN], 0, 1)
+    for side in range(prm[L.P_NSIDES]):
+        if not 0 <= row[prm[L.O_OPENED] + side] <= 1:
+            return _bad(report, BAD_OPENED, side, -1, row[prm[L.O_OPENED] + side], 0, 1)
     return True
 
 
