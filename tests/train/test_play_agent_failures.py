@@ -19,58 +19,19 @@ from canasta_env.rules import load_rules
 from train.play.seats import AgentError, Seat, agent_move, build_seats
 from train.play.terminal import PlaySession
 
-AGENT_MODULE = '''
-import os
-import numpy as np
-
-
-class Boom:
-    """Plays its first legal move BOOM_AFTER times, then fails as BOOM_MODE says."""
-
-    name = "boom"
-
-    def __init__(self, rules=None):
-        self.calls = 0
-
-    def act(self, obs, mask, rng):
-        self.calls += 1
-        mask = np.asarray(mask)
-        legal = np.array([int(np.flatnonzero(m)[0]) for m in mask])
-        mode = os.environ.get("BOOM_MODE", "ok")
-        if self.calls <= int(os.environ.get("BOOM_AFTER", "0")) or mode == "ok":
-            return legal
-        if mode == "boom":
-            raise RuntimeError("boom from agent")
-        if mode == "none":
-            return None
-        if mode == "illegal":
-            return np.array([int(np.flatnonzero(~m)[0]) for m in mask])
-        if mode == "oor":
-            return np.full(len(mask), 10**6)
-        return legal + 0.7
-'''
-
-MODES = {
-    "boom": "act() raised RuntimeError: boom from agent",
-    "none": "act(): actions must be a 1-D sequence of integers, got None",
-    "illegal": "which is not legal now; legal: ",
-    "oor": "act() chose action 1000000 (out of range), which is not legal now",
-    "float": "act(): actions must hold integers, got dtype float64",
-}
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+from failing_bots import FAILURES  # noqa: E402
 
 
 @pytest.fixture
-def failing_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def failing_agent(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name ``canasta play --opponent`` takes for the failing agent."""
-    folder = tmp_path / "agents"
-    folder.mkdir()
-    (folder / "failing_play_agent.py").write_text(AGENT_MODULE)
-    monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, "failing_play_agent", raising=False)
-    return "failing_play_agent:Boom"
+    monkeypatch.syspath_prepend(str(TESTS))
+    return "failing_bots:from_environment"
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("mode", sorted(FAILURES))
 def test_a_failing_agent_is_one_line_naming_it_and_the_hand_is_saved(
         mode: str, failing_agent: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         tmp_path: Path) -> None:
@@ -84,7 +45,7 @@ def test_a_failing_agent_is_one_line_naming_it_and_the_hand_is_saved(
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in captured.err + captured.out, captured.err
     assert err[0].startswith(f"canasta play: error: agent '{failing_agent}' (seat 1): "), err[0]
-    assert MODES[mode] in err[0]
+    assert FAILURES[mode] in err[0]
     assert "agent '" not in captured.out  # said once, on stderr
     assert "Game stopped (an agent failed) after 0 complete hand(s)" in captured.out
     assert f"1 hand record(s) appended to {record}" in captured.out

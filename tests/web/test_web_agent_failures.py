@@ -12,44 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from web_serve import free_port
 
 from canasta_env.rules import load_rules
 from train.web.game import AgentPool
 
-MODES = {
-    "boom": "act() raised RuntimeError: boom from agent",
-    "none": "act(): actions must be a 1-D sequence of integers, got None",
-    "illegal": "which is not legal now; legal: ",
-    "oor": "act() chose action 1000000 (out of range), which is not legal now",
-    "float": "act(): actions must hold integers, got dtype float64",
-}
-
-
-class Boom:
-    """Plays its first legal move while ``mode`` is "ok", else fails as ``mode`` says (after
-    ``delay`` seconds)."""
-
-    def __init__(self) -> None:
-        self.mode, self.delay = "ok", 0.0
-
-    def act(self, obs: Any, mask: Any, rng: Any) -> Any:
-        time.sleep(self.delay)
-        mask = np.asarray(mask)
-        legal = np.array([int(np.flatnonzero(m)[0]) for m in mask])
-        if self.mode == "ok":
-            return legal
-        if self.mode == "boom":
-            raise RuntimeError("boom from agent")
-        if self.mode == "none":
-            return None
-        if self.mode == "illegal":
-            return np.array([int(np.flatnonzero(~m)[0]) for m in mask])
-        if self.mode == "oor":
-            return np.full(len(mask), 10**6)
-        return legal + 0.7
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from failing_bots import FAILURES, Boom  # noqa: E402
 
 
 class Pool(AgentPool):
@@ -76,14 +46,14 @@ def _failed(r: Any, game_id: str | None = None) -> dict[str, Any]:
     return body
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("mode", sorted(FAILURES))
 def test_an_agent_failing_on_a_new_game_is_a_502_naming_it(mode: str, make_client: Any) -> None:
     agent = Boom()
     client = _client(make_client, agent)
     agent.mode = mode
     r = client.post("/api/games", json={"seat": 1, "seed": 3})  # P0 moves first: the agent
     body = _failed(r)
-    assert MODES[mode] in body["error"] and "agent 'boom' (seat 0)" in body["error"]
+    assert FAILURES[mode] in body["error"] and "agent 'boom' (seat 0)" in body["error"]
     assert client.get(f"/api/games/{body['id']}").json() == body  # the game says why, not 404
     agent.mode = "ok"  # the server plays other games on
     assert client.post("/api/games", json={"seat": 1, "seed": 3}).status_code == 201
@@ -100,7 +70,7 @@ def test_an_agent_failing_after_a_202_is_said_by_the_next_get(make_client: Any) 
     deadline = time.monotonic() + 30
     while (r := client.get(f"/api/games/{game_id}")).status_code == 409 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert MODES["boom"] in _failed(r, game_id)["error"]
+    assert FAILURES["boom"] in _failed(r, game_id)["error"]
 
 
 def test_a_mid_game_failure_keeps_the_humans_move_saved_and_said_after_a_restart(
@@ -116,10 +86,10 @@ def test_a_mid_game_failure_keeps_the_humans_move_saved_and_said_after_a_restart
             break
         view = r.json()
     body = _failed(r, view["id"])
-    assert MODES["float"] in body["error"] and "agent 'boom' (seat 1)" in body["error"]
+    assert FAILURES["float"] in body["error"] and "agent 'boom' (seat 1)" in body["error"]
     assert body["version"] == view["version"] + 1  # the human's move was played, not rolled back
     saved = json.loads((tmp_path / "games" / f"{view['id']}.json").read_text())
-    assert len(saved["actions"]) == body["version"] and MODES["float"] in saved["agent_error"]
+    assert len(saved["actions"]) == body["version"] and FAILURES["float"] in saved["agent_error"]
     assert client.get(f"/api/games/{view['id']}").json() == body
     again = {"seat": 0, "action": view["legal"][0]["id"], "version": body["version"]}
     assert client.post(f"/api/games/{view['id']}/actions", json=again).json() == body
