@@ -419,6 +419,13 @@ def _set_turn(state: State, *, turn: int, dealer: int | None, phase: str, took_p
              for s in _listed(new_slots, "new_slots", "a list of meld slots")]
     if slots and phase == "draw":
         raise ScenarioError("new_slots: the mover starts no meld before drawing (phase 'draw')")
+    owner = turn % int(prm[P_NOWNERS])
+    for slot in slots:  # under a cap a meld started this turn may have closed, leaving its slot empty
+        size = state.meld_naturals[0, owner, slot] + state.meld_jokers[0, owner, slot] \
+            + state.meld_twos[0, owner, slot]
+        if not prm[P_CAP] and not size:
+            raise ScenarioError(f"new_slots: slot {slot} holds no meld of the mover's "
+                                f"{'seat' if prm[P_NOWNERS] != prm[P_NSIDES] else 'side'}")
     row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2
     row[F_DEALER] = dealer
     start_turn(row, prm, turn)

@@ -68,6 +68,13 @@ CASES = [
                         new_slots=[12]),
      "turn 0 in phase 'meld': the player to move has no legal action (C19a)",
      dict(hands=["5 5", "Q Q 9"], melds={0: ["K K K"]}, phase="meld")),
+    # a slot started this turn holds a meld of the mover's side (slot 9 is the kings')
+    ("classic_2p", dict(hands=TWO, melds={1: ["K K K"]}, phase="meld", new_slots=[9]),
+     "new_slots: slot 9 holds no meld of the mover's side",
+     dict(hands=TWO, melds={0: ["K K K"]}, phase="meld", new_slots=[9])),
+    ("regal_4p", dict(hands=FOUR, melds={0: ["P2: K K K"]}, phase="meld", new_slots=[9]),
+     "new_slots: slot 9 holds no meld of the mover's seat",
+     dict(hands=FOUR, melds={0: ["P0: K K K"]}, phase="meld", new_slots=[9])),
     ("classic_2p", dict(hands=["", "Q Q 9"]),
      "hands[0]: an empty hand in a live game: a player keeps a card unless going out (C19)",
      dict(hands=["5", "Q Q 9"])),

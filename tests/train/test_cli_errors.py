@@ -195,7 +195,8 @@ def test_a_bad_value_in_the_config_is_refused_even_when_a_flag_overrides_it(
 @pytest.mark.parametrize(("argv", "says"), [
     (["play", "--seed", "-1"], "--seed -1: seeds are integers"),
     (["bench", "--seed", "-1", "--seconds", "0.1"], "--seed -1: seeds are integers"),
-    (["bench", "--batch", "100000000000", "--seconds", "0.1"], "--batch 100000000000: want 1 to")])
+    (["bench", "--batch", "100000000000", "--seconds", "0.1"], "--batch 100000000000: want 1 to"),
+    (["bench", "--threads", "9999", "--seconds", "0.1"], "--threads 9999: this machine runs at most")])
 def test_errors_name_the_flag_not_the_function_behind_it(
         argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(argv) == 2

@@ -150,6 +150,13 @@ def run(args: argparse.Namespace) -> int:
     for size in args.batch or []:
         if not 1 <= size <= MAX_BATCH:
             raise ValueError(f"--batch {size}: want 1 to {MAX_BATCH:,} games")
+    if args.threads > 1:
+        import numba
+
+        cores = numba.config.NUMBA_NUM_THREADS
+        if args.threads > cores:
+            raise ValueError(f"--threads {args.threads}: this machine runs at most {cores} engine threads "
+                             "(numba's NUMBA_NUM_THREADS)")
     if "all" in args.rules:
         from canasta_env.rules import preset_names
 
