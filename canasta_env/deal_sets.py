@@ -21,7 +21,7 @@ import numpy.typing as npt
 from canasta_env.engine import DealId, ExplicitDeal, explicit_deal
 from canasta_env.engine.cards import NUM_KINDS
 from canasta_env.messages import short_repr
-from canasta_env.rules import RuleSet, load_rules
+from canasta_env.rules import RuleSet, load_rules, preset_names
 
 FORMAT = "canasta-deal-set"
 _PACKAGE_DIR = "deal_sets"
@@ -109,7 +109,8 @@ def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
     if not exists:
         name = str(name_or_path)
         candidates = [name] if "-" in name else [f"{rules.name}-{name}"] + [
-            s for s in shipped_deal_sets() if s.endswith(f"-{name}") and _same_table(s, rules)]
+            s for s in shipped_deal_sets() if s.endswith(f"-{name}")
+            and _same_table(s.rsplit("-", 1)[0], rules)]
         folder = resources.files("canasta_env") / _PACKAGE_DIR
         try:
             found = [c for c in candidates if (folder / f"{c}.npz").is_file()]
@@ -121,6 +122,7 @@ def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
         path = Path(str(folder / f"{found[0]}.npz"))
     deal_set = _read_deal_set(path)
     _check_deck(deal_set, rules, path)
+    _check_table(deal_set, rules, path)
     return deal_set
 
 
@@ -172,13 +174,30 @@ def _read_deal_set(path: Path) -> DealSet:
     return DealSet(meta["name"], meta["preset"], meta["version"], orders, dealers, meta["sha256"])
 
 
-def _same_table(set_name: str, rules: RuleSet) -> bool:
-    """Whether the preset a shipped set was made for deals the same deck to as many players."""
+def _table(rules: RuleSet) -> tuple[int, int, int]:
+    return rules.num_players, rules.packs, rules.jokers
+
+
+def _same_table(preset: str, rules: RuleSet) -> bool:
+    """Whether the rule preset ``preset`` deals the same deck to as many players as ``rules``."""
     try:
-        other = load_rules(set_name.rsplit("-", 1)[0])
+        other = load_rules(preset)
     except ValueError:
         return False
-    return (other.num_players, other.packs, other.jokers) == (rules.num_players, rules.packs, rules.jokers)
+    return _table(other) == _table(rules)
+
+
+def _check_table(deal_set: DealSet, rules: RuleSet, path: Path) -> None:
+    """Refuse a set made for a preset that deals another table: the deck may be the same (classic 2p
+    and 4p both deal 108 cards), but its dealers cover only that table's seats, so a 2-player set
+    played at 4 never lets seats 2 and 3 deal. A set made for a rules file (its preset no shipped
+    preset's name) is checked by its deck and dealers only."""
+    if deal_set.preset not in preset_names() or _same_table(deal_set.preset, rules):
+        return
+    players, packs, jokers = _table(load_rules(deal_set.preset))
+    raise ValueError(f"deal set {path} was made for {deal_set.preset} ({players} players, {packs} packs, "
+                     f"{jokers} jokers), not {short_repr(rules.name)} ({rules.num_players} players, "
+                     f"{rules.packs} packs, {rules.jokers} jokers)")
 
 
 def _check_deck(deal_set: DealSet, rules: RuleSet, path: Path) -> None:

@@ -6,7 +6,8 @@ arguments (``POLICY_KWARGS``), each checked for type and range. The network is b
 (``MAX_LAYERS`` x ``MAX_UNITS``) and the stored weights' shapes are checked against the network the
 description builds (``_check_weights``), so what gets allocated is no larger than the verified
 weights file. Both the reader and the policy builder call these checks, and the writer calls them
-too so that no unloadable checkpoint is written.
+too so that no unloadable checkpoint is written. The reader also checks the weights themselves:
+finite floating-point numbers (``_check_weight_values``).
 """
 
 from __future__ import annotations
@@ -199,6 +200,24 @@ def weights_fit(ckpt: Checkpoint, net_arch: Any) -> bool:
 
 def _shapes(policy_state: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     return {k: tuple(getattr(v, "shape", ())) for k, v in policy_state.items()}
+
+
+def _check_weight_values(path: Path, policy_state: Mapping[str, Any]) -> None:
+    """Refuse weights that are not floating point or hold NaN or infinity. Loading casts integers,
+    booleans and complex numbers to float32 without a word, and a network with a NaN weight gives
+    NaN for every probability, so it plays the first legal action at every decision: results of a
+    broken agent, reported as if it played."""
+    import torch
+
+    floats = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+    for key, value in policy_state.items():
+        dtype = getattr(value, "dtype", type(value).__name__)
+        if not isinstance(value, torch.Tensor) or dtype not in floats:
+            raise CheckpointError(f"{path / POLICY_FILE}: {short_repr(key, 80)} is {dtype}, not a tensor "
+                                  "of floating-point weights")
+        if not bool(torch.isfinite(value).all()):
+            raise CheckpointError(f"{path / POLICY_FILE}: {short_repr(key, 80)} holds NaN or infinite "
+                                  "weights (a diverged or damaged network)")
 
 
 def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:

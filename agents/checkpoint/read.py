@@ -9,7 +9,8 @@ A checkpoint is untrusted input (``meta.json`` can be edited and re-hashed), so 
 every listed file (size and sha256, regular files only) on every path, even one it does not parse;
 caps ``meta.json``/``state.json`` at ``MAX_JSON_BYTES`` before reading; checks meta.json's policy
 description (``policy_spec``: allow-listed classes and arguments, a bounded network, the weights'
-shapes); validates ``state.json`` (``validate_state``); and writes nothing anywhere.
+shapes, finite floating-point weights) and that its rules are stored options, never a name to
+resolve; validates ``state.json`` (``validate_state``); and writes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from agents.checkpoint.format import (
     _json_round_trip,
     _one_line,
 )
-from agents.checkpoint.policy_spec import _check_weights, policy_spec
+from agents.checkpoint.policy_spec import _check_weight_values, _check_weights, policy_spec
 from agents.checkpoint.rng import _rng_problem
 from canasta_env.messages import short_repr
 
@@ -89,6 +90,7 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
     policy_state = _parse(path / POLICY_FILE, data[POLICY_FILE], load_safetensors)
     if "policy" in meta:
         _check_weights(path, meta["policy"], policy_state)
+    _check_weight_values(path, policy_state)
     state = _parse(path / STATE_FILE, data[STATE_FILE], _json_loads)
     if not isinstance(state, dict):
         raise CheckpointError(f"{path / STATE_FILE}: holds a {type(state).__name__}, not a mapping")
@@ -104,7 +106,10 @@ def _resolve(path: Path) -> Path:
     if path.name == LATEST and path.is_file():  # RUN_DIR/latest names the run's latest checkpoint
         path = path.parent
     if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint or run directory")
+        what = ("a file, not a checkpoint or run directory" if path.exists() else
+                "a symbolic link to nothing (a loop or a missing target)" if path.is_symlink() else
+                "no such checkpoint or run directory")
+        raise CheckpointError(f"{path}: {what}")
     if any((path / f).exists() for f in FILES):
         return path
     found = latest_checkpoint(path)
@@ -151,6 +156,12 @@ def _read_meta(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise CheckpointError(f"{file}: format {short_repr(got)}, expected {FORMAT!r}")
+    if "policy" in meta and "rules" not in meta:  # build_meta stores both
+        raise CheckpointError(f"{file}: no 'rules' recorded (a policy's checkpoint records the rules "
+                              "it was trained for)")
+    if "rules" in meta and not isinstance(meta["rules"], dict):  # stored resolved, as options
+        raise CheckpointError(f"{file}: rules {short_repr(meta['rules'])}: want the rule options (a "
+                              "JSON object); a checkpoint never names a preset or a rules file to read")
     _check_files(file, meta.get("files"))
     if "policy" in meta:
         policy_spec(file, meta["policy"])

@@ -4,8 +4,8 @@ Each hand is re-played through the engine from its explicit deal (``canasta_env.
 what is shown is what the engine does with the recorded actions, and the hand's recorded outcome
 is checked at the end. Every step shows the table (``canasta_env.engine.render``) from one seat's
 view (``--view P``: the other hands hidden) or omniscient (the default), then the move played.
-Seat labels come from the file, so control characters in them are shown as escapes, never sent
-to the terminal.
+Seat labels and the rules name come from the file, so control characters in them are shown as
+escapes, never sent to the terminal, and brackets are printed, never read as rich markup.
 Enter advances, ``q`` quits; ``--all`` prints every step without waiting.
 """
 
@@ -46,7 +46,8 @@ class Replayer:
         state = start_state(record)
         if self.view is not None and not 0 <= self.view < state.num_players:
             raise ValueError(f"--view {self.view}: {record.preset} has seats 0-{state.num_players - 1}")
-        self.console.rule(f"Hand {number} of {total} in the file: {record.describe()}")
+        # Text, not a str: rich would read brackets in the record's rules name as markup
+        self.console.rule(Text(f"Hand {number} of {total} in the file: {record.describe()}"))
         seats = ", ".join(f"P{p} {printable(label)}" for p, label in enumerate(record.seats))
         self.console.print(Text(f"Seats: {seats}; game scores before the hand: {record.scores_before}; "
                                 f"{len(record.actions)} decisions"))
