@@ -40,6 +40,9 @@ class PolicyAgent:
             obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=device)
             logits = masked_logits(self.policy, obs, torch.as_tensor(mask, device=device))
             probs = torch.softmax(logits, dim=1).cpu().numpy()
+        if not np.isfinite(probs).all():  # argmax would pick the first legal action in silence
+            raise ValueError(f"{self.name}: the network's output is NaN or infinite (weights too large "
+                             "for these observations, or a diverged run)")
         return np.where(mask, probs, 0.0)
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

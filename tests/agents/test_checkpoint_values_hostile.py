@@ -180,3 +180,13 @@ def test_a_checkpoint_of_no_policy_still_needs_no_rules(tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "run", "ckpt_000000001", policy_state={"w": torch.ones(2)},
                     optimizer_state=None, state={"num_timesteps": 1}, meta={})
     assert load_checkpoint(tmp_path / "run").state["num_timesteps"] == 1
+
+
+def test_weights_that_overflow_in_play_are_one_line(saved: Path) -> None:
+    # finite weights that overflow float32 in the forward pass: every probability NaN; before, the
+    # agent played the first legal action at every decision in silence
+    _rewrite_weights(saved, lambda w: w["action_net.weight"].fill_(3e38))
+    agent = make_agent(str(saved), RULES)
+    state = init(RULES, 4, 0)
+    with pytest.raises(ValueError, match=r"^policy:ckpt_000000064: the network's output is NaN or infinite"):
+        agent.act(observe(state, state.current_player), state.legal_action_mask, np.random.default_rng(0))
