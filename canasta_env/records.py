@@ -374,7 +374,7 @@ def _load_json(line: str) -> Any:
     """One JSON value; ``RecordError`` for bad JSON, duplicate keys, integers too long to read and
     nesting too deep for the parser."""
     try:
-        return json.loads(line, object_pairs_hook=_no_duplicates)
+        return json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         cut = "" if line.endswith("\n") else "; the file may have been cut short"
         raise RecordError(f"not valid JSON ({exc.msg} at column {exc.colno}){cut}") from None
@@ -384,8 +384,9 @@ def _load_json(line: str) -> Any:
         raise RecordError(f"not valid JSON: {' '.join(str(exc).split())[:120]}") from None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object as a dict; ``json`` would silently keep the last of two equal keys."""
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict (``json.loads``'s ``object_pairs_hook``); ``json`` would silently
+    keep the last of two equal keys. Records and checkpoints (``agents.checkpoint``) read with it."""
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from canasta_env.records import unique_keys
+
 FORMAT = "canasta-checkpoint/1"
 POLICY_FILE = "policy.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -106,6 +108,6 @@ def _json_round_trip(value: Any) -> Any:
 
 def _json_loads(data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return json.loads(data, object_pairs_hook=unique_keys)  # a key given twice is refused
     except RecursionError:
         raise ValueError("nested too deeply") from None

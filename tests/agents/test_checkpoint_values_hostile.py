@@ -190,3 +190,25 @@ def test_weights_that_overflow_in_play_are_one_line(saved: Path) -> None:
     state = init(RULES, 4, 0)
     with pytest.raises(ValueError, match=r"^policy:ckpt_000000064: the network's output is NaN or infinite"):
         agent.act(observe(state, state.current_player), state.legal_action_mask, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("file", ["meta.json", "state.json"])
+def test_a_key_given_twice_is_refused(saved: Path, file: str) -> None:
+    # before: json kept the last of the two in silence (records and the web already refused them)
+    text = (saved / file).read_text()
+    doubled = text.replace('"format": ', '"format": "x", "format": ', 1) if file == "meta.json" else \
+        text.replace('"num_timesteps": ', '"num_timesteps": 1, "num_timesteps": ', 1)
+    assert doubled != text
+    (saved / file).write_text(doubled)
+    if file == "state.json":
+        data = doubled.encode()
+        _edit_meta(saved, lambda meta: meta["files"].__setitem__(
+            "state.json", {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+    with pytest.raises(CheckpointError, match=rf"{file}: unreadable.*duplicate key"):
+        load_checkpoint(saved)
+    (saved / file).write_text(text)  # the twin: the same file without the repeated key
+    if file == "state.json":
+        data = text.encode()
+        _edit_meta(saved, lambda meta: meta["files"].__setitem__(
+            "state.json", {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+    assert load_checkpoint(saved).state["num_timesteps"] == 64
