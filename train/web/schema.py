@@ -24,9 +24,11 @@ MAX_CHOICES = 10  # the table records 3 top choices
 def loads(data: bytes | str, what: str) -> Any:
     """JSON ``data`` read strictly; ``ValueError`` for bytes that are not UTF-8, text that is not
     JSON, a duplicate key, ``NaN`` or ``Infinity``, an integer too long to read or deep nesting."""
+    from canasta_env.records import unique_keys
+
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=unique_keys, parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise ValueError(f"{what} is not UTF-8 text") from None
     except RecursionError:
@@ -39,13 +41,6 @@ def loads(data: bytes | str, what: str) -> Any:
         raise ValueError(f"{what} {why}") from None
     check_tree(value, what)
     return value
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("a JSON object has a duplicate key")
-    return out
 
 
 def _no_constant(name: str) -> Any:
