@@ -185,7 +185,11 @@ def test_a_checkpoint_of_no_policy_still_needs_no_rules(tmp_path: Path) -> None:
 def test_weights_that_overflow_in_play_are_one_line(saved: Path) -> None:
     # finite weights that overflow float32 in the forward pass: every probability NaN; before, the
     # agent played the first legal action at every decision in silence
-    _rewrite_weights(saved, lambda w: w["action_net.weight"].fill_(3e38))
+    def overflow(w: dict[str, Any]) -> None:  # every hidden unit at tanh(100) = 1, so logits = 8 x 3e38
+        w["mlp_extractor.policy_net.2.weight"].zero_()
+        w["mlp_extractor.policy_net.2.bias"].fill_(100.0)
+        w["action_net.weight"].fill_(3e38)
+    _rewrite_weights(saved, overflow)
     agent = make_agent(str(saved), RULES)
     state = init(RULES, 4, 0)
     with pytest.raises(ValueError, match=r"^policy:ckpt_000000064: the network's output is NaN or infinite"):
