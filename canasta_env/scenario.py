@@ -295,11 +295,15 @@ def _place_hands(state: State, hands: Sequence[str] | Mapping[int, str], used: n
         used += counts
 
 
+def _meld_sizes(state: State) -> np.ndarray:
+    """``(owners, slots)``: the cards of each owner's open meld in each slot (0: no meld)."""
+    return state.meld_naturals[0] + state.meld_jokers[0] + state.meld_twos[0]
+
+
 def _place_melds(state: State, melds: Mapping[int, Sequence[str]] | None, used: np.ndarray,
                  pieces: dict[tuple[str, int, int], str]) -> None:
     for owner, where, counts, (slot, nat, jok, two) in _side_melds(melds, state.params, "melds"):
-        if state.meld_naturals[0, owner, slot] + state.meld_jokers[0, owner, slot] \
-                + state.meld_twos[0, owner, slot]:
+        if _meld_sizes(state)[owner, slot]:
             raise ScenarioError(f"{where}: a second open meld of its rank for one owner (C14, R2)")
         state.meld_naturals[0, owner, slot] = nat
         state.meld_jokers[0, owner, slot] = jok
@@ -386,8 +390,7 @@ def _set_progress(state: State, *, scores: Sequence[int] | None, opened: Sequenc
     if scores is not None:
         listed = _listed(scores, "scores", f"a list of {sides} ints, one per side", sides)
         state.scores[0] = [_int_in(x, f"scores[{s}]", 1 - MAX_SCORE, MAX_SCORE) for s, x in enumerate(listed)]
-    owner_has = (state.meld_naturals[0].sum(axis=1) + state.meld_jokers[0].sum(axis=1)
-                 + state.meld_twos[0].sum(axis=1) + state.closed_slots[0].sum(axis=1)) > 0
+    owner_has = (_meld_sizes(state).sum(axis=1) + state.closed_slots[0].sum(axis=1)) > 0
     side_has = np.array([owner_has[s::sides].any() for s in range(sides)])
     if opened is None:
         state.opened[0] = side_has
@@ -421,9 +424,7 @@ def _set_turn(state: State, *, turn: int, dealer: int | None, phase: str, took_p
         raise ScenarioError("new_slots: the mover starts no meld before drawing (phase 'draw')")
     owner = turn % int(prm[P_NOWNERS])
     for slot in slots:  # under a cap a meld started this turn may have closed, leaving its slot empty
-        size = state.meld_naturals[0, owner, slot] + state.meld_jokers[0, owner, slot] \
-            + state.meld_twos[0, owner, slot]
-        if not prm[P_CAP] and not size:
+        if not prm[P_CAP] and not _meld_sizes(state)[owner, slot]:
             raise ScenarioError(f"new_slots: slot {slot} holds no meld of the mover's "
                                 f"{'seat' if prm[P_NOWNERS] != prm[P_NSIDES] else 'side'}")
     row[F_WENT_OUT], row[F_GAME_RESULT] = -1, -2

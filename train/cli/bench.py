@@ -10,7 +10,7 @@ from typing import Any
 
 from train.bench.engine import DEFAULT_BATCHES, DEFAULT_RULES, DEFAULT_STAGGER, BenchResult, run_bench
 from train.bench.envs import APIS, DEFAULT_VEC_BATCH, EnvResult, run_env_bench
-from train.common.options import add_options, opt
+from train.common.options import add_options, check_seed, opt
 
 MAX_SECONDS = 3600.0  # per measurement
 MAX_BATCH = 1 << 24  # games stepped together: far beyond any machine's memory before that
@@ -145,8 +145,7 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta bench``."""
-    if not 0 <= args.seed < 2**64:
-        raise ValueError(f"--seed {args.seed}: seeds are integers in [0, 2**64)")
+    check_seed(args.seed)
     for size in args.batch or []:
         if not 1 <= size <= MAX_BATCH:
             raise ValueError(f"--batch {size}: want 1 to {MAX_BATCH:,} games")

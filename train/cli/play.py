@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
+from train.common.options import AGENT_HELP, RULES_HELP, add_options, check_seed, opt
 from train.play.seats import build_seats
 from train.play.terminal import PlaySession
 
@@ -78,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"canasta play: --partners ignored: {rules.name} has no partnerships", file=sys.stderr)
     if args.record is not None:
         check_record_file(args.record)
-    if args.seed is not None and not 0 <= args.seed < 2**64:
-        raise ValueError(f"--seed {args.seed}: seeds are integers in [0, 2**64)")
+    check_seed(args.seed)
     seed = secrets.randbelow(2**31) if args.seed is None else args.seed
     session = PlaySession(rules, seats, seed=seed, hands=args.hands, record=args.record,
                           show_policy=args.show_policy)

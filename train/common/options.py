@@ -43,6 +43,13 @@ def opt(default: Any = dataclasses.MISSING, help: str = "", *, factory: Any = da
     return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
 
 
+def check_seed(seed: int | None, flag: str = "--seed") -> None:
+    """Refuse a seed the engine cannot deal from (its deal addresses are 64-bit), naming ``flag``;
+    ``None`` (a random seed) passes."""
+    if seed is not None and not 0 <= seed < 2**64:
+        raise ValueError(f"{flag} {seed}: seeds are integers in [0, 2**64)")
+
+
 def flag_name(name: str) -> str:
     """``--total-timesteps`` for the option ``total_timesteps`` (hyphens, as in every subcommand)."""
     return "--" + name.replace("_", "-")
