@@ -1,6 +1,7 @@
 """A deal set made for another table is refused, by path or shipped name: the 2- and 4-player
 classic decks are both 108 cards, so the deck check alone let a 2-player set be played at four
-(seats 2 and 3 never dealt). Sets for the same table (Regal on the classic set) still load."""
+(seats 2 and 3 never dealt). Sets for the same table (Regal on the classic set) still load. A set
+whose metadata counts other than the deals it holds is refused too."""
 
 from __future__ import annotations
 
@@ -66,3 +67,23 @@ def test_canasta_gauntlet_with_a_set_for_another_table_is_one_line(
     lines = [line for line in err.splitlines() if line.strip()]
     assert status == 2 and "Traceback" not in out + err and len(lines) == 1, err
     assert lines[0].startswith("canasta gauntlet: error: ") and "made for classic_2p" in lines[0]
+
+
+@pytest.mark.parametrize("count", [5, 0, "2", 2.0, True, None])
+def test_metadata_that_miscounts_its_deals_is_refused(tmp_path: Path, count: object) -> None:
+    path = tmp_path / "miscounted.npz"
+    save_deal_set(make_deal_set("classic_2p", 2, seed=1), path)
+    with np.load(path) as data:
+        orders, dealers, meta = data["orders"], data["dealers"], json.loads(str(data["meta"]))
+    meta = {k: v for k, v in {**meta, "count": count}.items() if v is not None}
+    np.savez_compressed(path, orders=orders, dealers=dealers, meta=np.array(json.dumps(meta)))
+    with pytest.raises(ValueError, match=rf"^deal set {path}: count .* in its metadata, but it holds 2 deals$"):
+        load_deal_set(path, "classic_2p")  # before: loaded, the count in its metadata never read
+
+
+def test_metadata_that_counts_its_deals_loads(tmp_path: Path) -> None:  # the twin
+    path = tmp_path / "counted.npz"
+    save_deal_set(make_deal_set("classic_2p", 2, seed=1), path)
+    with np.load(path) as data:
+        assert json.loads(str(data["meta"]))["count"] == 2
+    assert len(load_deal_set(path, "classic_2p")) == 2
