@@ -136,6 +136,24 @@ def test_empty_run_dir_and_out_are_refused(tiny: Path, tiny_run: Path, tmp_path:
     assert os.listdir(here) == []
 
 
+def test_onnx_export_into_a_missing_folder_is_refused_before_the_load(
+        tiny_run: Path, tmp_path: Path, cli_here: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_load(*args: Any) -> None:
+        raise AssertionError("the checkpoint was loaded before OUT was checked")
+
+    monkeypatch.setattr(interop, "_load", no_load)
+    monkeypatch.chdir(tmp_path)
+    status, err = cli_here("export", str(tiny_run), "missing/policy.onnx", "--format", "onnx")
+    assert status == 2 and err.strip().endswith(
+        "error: OUT 'missing/policy.onnx': no folder missing to write it in")
+    assert not (tmp_path / "missing").exists()  # before: a one-line torch error without OUT, after the load
+
+
+def test_onnx_export_into_a_folder_that_exists_writes(tiny_run: Path, tmp_path: Path, cli_here: Cli) -> None:
+    status, err = cli_here("export", str(tiny_run), str(tmp_path / "policy.onnx"), "--format", "onnx")
+    assert status == 0 and (tmp_path / "policy.onnx").is_file()  # the twin
+
+
 @pytest.fixture
 def tampered(tiny_run: Path, tmp_path: Path) -> Callable[..., Path]:
     """``tampered(key=value, ...)``: a copy of the tiny checkpoint whose meta.json config has these

@@ -122,7 +122,9 @@ def export_onnx(source: str, out: str | Path) -> Path:
     a dynamic batch axis."""
     import torch
 
-    out = check_out(out)
+    from train.common.outputs import check_output_file
+
+    out = check_output_file(check_out(out), "OUT")  # before the load: the exporter makes no folder
     _, policy, _ = _load(source)
     module = _masked_logits(policy)
     dim = int(policy.observation_space.shape[0])
