@@ -133,7 +133,8 @@ def _read_deal_set(path: Path) -> DealSet:
     """The deal set stored at ``path``, or ``ValueError`` naming the file: not a regular file or
     ``.npz`` archive, a member over ``MAX_MEMBER_BYTES`` uncompressed (a zip bomb), metadata that is
     not the expected JSON object or counts other than the deals stored, arrays of the wrong kind or
-    shape, or content that does not match its sha256. Card kinds and dealers are range-checked before they are narrowed to int8."""
+    shape, or content that does not match its sha256. Card kinds and dealers are range-checked
+    before they are narrowed to int8."""
     from canasta_env.safe_yaml import open_input
 
     where = f"deal set {path}"

@@ -77,7 +77,8 @@ def test_metadata_that_miscounts_its_deals_is_refused(tmp_path: Path, count: obj
         orders, dealers, meta = data["orders"], data["dealers"], json.loads(str(data["meta"]))
     meta = {k: v for k, v in {**meta, "count": count}.items() if v is not None}
     np.savez_compressed(path, orders=orders, dealers=dealers, meta=np.array(json.dumps(meta)))
-    with pytest.raises(ValueError, match=rf"^deal set {path}: count .* in its metadata, but it holds 2 deals$"):
+    with pytest.raises(ValueError, match=rf"^deal set {path}: count .* in its metadata, but it holds 2 "
+                                         r"deals$"):
         load_deal_set(path, "classic_2p")  # before: loaded, the count in its metadata never read
 
 

@@ -68,15 +68,23 @@ def evaluate(setup: RunSetup, policy: Any, num_timesteps: int, logger: Any) -> d
 EVALUATIONS = "evaluations.jsonl"  # one line per evaluation: steps and each opponent's summary
 
 
+SHOWN_NAME_CHARS = 80  # longer league members (rule parameter specs) are counted, not printed
+
+
 def announce(setup: RunSetup, resumed_at: int) -> None:
     """The first line of a run: where it writes and what it trains against (with a pool: the
-    league's members and, unless ``latest_ratio`` is 0, the learner itself)."""
+    league's members by name, a count of those too long to read there (a rule exploiter's spec
+    runs to 600 characters; config.json lists them) and, unless ``latest_ratio`` is 0, the learner
+    itself)."""
     args = setup.args
     what = f"resuming at {resumed_at:,} steps" if resumed_at else "starting"
     if setup.pool is None:
         against = f"opponent {args.opponent}"
     else:
-        against = "league " + ", ".join(args.league + (["itself"] if args.latest_ratio > 0 else []))
+        shown = [m for m in args.league if len(m) <= SHOWN_NAME_CHARS]
+        long = len(args.league) - len(shown)
+        shown += [f"{long} more in config.json"] if long else []
+        against = "league " + ", ".join(shown + (["itself"] if args.latest_ratio > 0 else []))
     print(f"canasta: {what} run {setup.run} ({args.rules}, algo {args.algo}, {against}, "
           f"{args.total_timesteps:,} learner steps)", flush=True)
 
