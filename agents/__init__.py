@@ -20,6 +20,7 @@ a config file naming one runs that module's code, as a Python script would.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -60,7 +61,7 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
                          "a checkpoint, zoo:NAME, module:attribute or an entry point")
     if name.startswith("sampled:"):  # a learned policy's sampled play instead of its argmax
         inner = name[len("sampled:"):]
-        if not (inner.startswith("zoo:") or inner not in _REGISTRY and _is_path(inner)):
+        if not (inner.startswith("zoo:") or inner not in _REGISTRY and _is_path(inner) or _path_like(inner)):
             raise ValueError(f"agent {short_repr(name)}: 'sampled:' takes a learned policy (zoo:NAME or a "
                              f"checkpoint or run folder), not {short_repr(inner)}")
         return make_agent(inner, rules, **{**kwargs, "deterministic": False})
@@ -85,6 +86,8 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         return _outside_agent(f"{name} (entry point {plugin})", plugin, rules, kwargs)
     if _IMPORTABLE.fullmatch(name):
         return _outside_agent(name, name, rules, kwargs)
+    if _path_like(name):  # a checkpoint path that names nothing (a dangling link went to the loader)
+        raise ValueError(f"unknown agent {shown}: no such checkpoint or run directory")
     raise ValueError(f"unknown agent {shown}; known: {', '.join(_REGISTRY)}, a checkpoint, zoo:NAME, "
                      "module:attribute or an entry point")
 
@@ -142,12 +145,19 @@ def _outside_agent(label: str, target: str, rules: RuleSet | str, kwargs: dict[s
 
 
 def _is_path(name: str) -> bool:
-    """Whether ``name`` names an existing file or folder (False for names no path can have: too
-    long, NUL bytes...)."""
+    """Whether ``name`` names an existing file or folder, or a symbolic link (a dangling one too:
+    the checkpoint loader says it points nowhere); False for names no path can have: too long, NUL
+    bytes..."""
     try:
-        return Path(name).exists()
+        return Path(name).exists() or Path(name).is_symlink()
     except (OSError, ValueError):
         return False
+
+
+def _path_like(name: str) -> bool:
+    """Whether ``name`` can only be a path: it holds a folder separator, which no agent name does
+    outside the spec of ``NAME:SPEC`` (``search:checkpoint=runs/x``)."""
+    return ("/" in name or os.sep in name) and name.partition(":")[0] not in _REGISTRY
 
 
 def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
@@ -175,9 +185,12 @@ def _search(rules: RuleSet | str, **kwargs: Any) -> Agent:
     return SearchAgent(rules, **kwargs)
 
 
-def _policy(rules: RuleSet | str, *, checkpoint: str, deterministic: bool = True) -> Agent:
+def _policy(rules: RuleSet | str, *, checkpoint: str | None = None, deterministic: bool = True) -> Agent:
     from agents.learned.policy import load_policy_agent
 
+    if checkpoint is None:  # the bare name: "policy" plays a checkpoint, which the name cannot give
+        raise ValueError("agent 'policy' needs a checkpoint: name the checkpoint or run folder itself "
+                         "(or zoo:NAME), or call make_agent('policy', rules, checkpoint=DIR)")
     return load_policy_agent(checkpoint, rules, deterministic=deterministic)
 
 

@@ -76,8 +76,10 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
                                  f"known: {', '.join(KINDS)}")
             kind = KINDS[name]
             if not _fits(value, kind):
+                what = ("a list of agent names (text)" if kind is list and isinstance(value, list)
+                        else f"of type {kind.__name__}")
                 raise ValueError(f"{path}: tournament option {short_repr(key)} = {short_repr(value)} "
-                                 f"is not of type {kind.__name__}")
+                                 f"is not {what}")
             values[name], source[name] = value, str(path)
     for name in KINDS:
         given = getattr(args, name)
