@@ -132,9 +132,9 @@ MAX_MEMBER_BYTES = 64 << 20  # a deal set of 100,000 deals is ~11 MB uncompresse
 def _read_deal_set(path: Path) -> DealSet:
     """The deal set stored at ``path``, or ``ValueError`` naming the file: not a regular file or
     ``.npz`` archive, a member over ``MAX_MEMBER_BYTES`` uncompressed (a zip bomb), metadata that is
-    not the expected JSON object or counts other than the deals stored, arrays of the wrong kind or
-    shape, or content that does not match its sha256. Card kinds and dealers are range-checked
-    before they are narrowed to int8."""
+    not the expected JSON object or gives a count other than the deals stored, arrays of the wrong
+    kind or shape, or content that does not match its sha256. Card kinds and dealers are
+    range-checked before they are narrowed to int8."""
     from canasta_env.safe_yaml import open_input
 
     where = f"deal set {path}"
@@ -169,7 +169,7 @@ def _read_deal_set(path: Path) -> DealSet:
     if orders.size and (orders.min() < 0 or orders.max() >= NUM_KINDS) or dealers.size and (
             dealers.min() < 0 or dealers.max() > 127):
         raise ValueError(f"{where}: a card kind or dealer is out of range")
-    count = meta.get("count")
+    count = meta.get("count", orders.shape[0])  # optional, as in sets written by hand
     if type(count) is not int or count != orders.shape[0]:
         raise ValueError(f"{where}: count {short_repr(count)} in its metadata, but it holds "
                          f"{orders.shape[0]} deals")
