@@ -11,7 +11,10 @@ whose one-line message names the file, and where it can, the line. What it refus
 - nesting deeper than ``max_depth`` collections and more than ``max_nodes`` nodes, so that parsing
   stops early instead of recursing or running for seconds;
 - integers longer than 64 characters (``int()`` of a long digit string is quadratic), and YAML
-  1.1's base-60 numbers (``hands: 1:00`` would silently be 60);
+  1.1's base-60 numbers (``hands: 1:00`` would silently be 60) and octal numbers (``target_score:
+  0100`` would silently be 64);
+- merge keys (``<<: {packs: 3}``): without aliases they only repeat keys, and the merged value
+  silently loses to an explicit one;
 - duplicate keys (PyYAML silently keeps the last one), non-string option names, a top level that
   is not a mapping (a list, a scalar, ``null``), and an empty file unless ``allow_empty`` (a
   file of only comments is an empty mapping: it was written on purpose).
@@ -80,8 +83,9 @@ def _loader_class() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: dict[Any, int] = {}
             for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
+                if key_node.tag == "tag:yaml.org,2002:merge":  # merged keys lose to explicit ones
+                    raise _Refused(f"line {key_node.start_mark.line + 1}: YAML merge keys (<<) are "
+                                   "not allowed; write the options themselves")
                 key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
                 try:  # by type too: YAML 1.1 reads `on` as True, which is not the key 1
                     first = seen.get((type(key), key))
@@ -98,6 +102,10 @@ def _loader_class() -> type:
                 raise _Refused(f"line {node.start_mark.line + 1}: an integer of {len(node.value)} "
                                f"characters (at most {MAX_INT_CHARS})")
             _no_base_60(node)
+            digits = str(node.value).lstrip("+-")
+            if len(digits) > 1 and digits[0] == "0" and digits[1] in "0123456789_":
+                raise _Refused(f"line {node.start_mark.line + 1}: {short_repr(node.value)} is a YAML "
+                               "1.1 octal number; write the number without leading zeros, or quote it")
             return super().construct_yaml_int(node)
 
         def construct_yaml_float(self, node: Any) -> Any:

@@ -24,12 +24,12 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from canasta_env.engine import NUM_ACTIONS, DealId, ExplicitDeal
-from canasta_env.engine.core import check_action, check_batch_size, check_int, check_seed
+from canasta_env.engine import NUM_ACTIONS
+from canasta_env.engine.core import check_action, check_batch_size, check_seed
 from canasta_env.engine.layout import pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
-from canasta_env.envs.learner import LearnerBatch, LearnerConfig
+from canasta_env.envs.learner import LearnerBatch, LearnerConfig, deal_option
 from canasta_env.messages import short_repr
 
 RESET_OPTIONS = ("learner_seat", "deal")
@@ -72,7 +72,8 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         must be an integer in [0, 2**64)."""
         if seed is not None:
             seed = check_seed(seed, "Canasta-v0 reset")
-        seat, deal = _episode_options(options, "Canasta-v0 reset")
+        seat, deal = _episode_options(options, "Canasta-v0 reset", self._core)
+        self._over = True  # until the new episode has started: a reset refused below keeps step() refused
         super().reset(seed=seed)
         if seed is not None or self._base_seed is None:
             self._base_seed = int(seed) if seed is not None else int(
@@ -120,8 +121,10 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         return None
 
 
-def _episode_options(options: dict[str, Any] | None, fn: str) -> tuple[int | None, Any]:
-    """Per-episode reset options: ``learner_seat`` and ``deal`` (a DealId or ExplicitDeal)."""
+def _episode_options(options: dict[str, Any] | None, fn: str, core: LearnerBatch
+                     ) -> tuple[int | None, Any]:
+    """Per-episode reset options: ``learner_seat`` and ``deal`` (a DealId or ExplicitDeal), checked
+    before the reset changes anything (an ExplicitDeal's cards are checked when it is dealt)."""
     if not options:
         return None, None
     if not isinstance(options, dict):
@@ -134,13 +137,7 @@ def _episode_options(options: dict[str, Any] | None, fn: str) -> tuple[int | Non
                       stacklevel=3)
     seat = options.get("learner_seat")
     deal = options.get("deal")
-    if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
-        try:
-            deal = DealId(*deal)
-        except TypeError:
-            raise ValueError(f"{fn}: option 'deal' must be a DealId (seed, row, index) or an "
-                             f"ExplicitDeal, got {short_repr(deal)}") from None
-    return (None if seat is None else check_int(seat, "option 'learner_seat'", fn)), deal
+    return core.check_seat(seat, fn), deal_option(deal, fn)
 
 
 class CanastaVectorEnv(VectorEnv):
@@ -173,7 +170,7 @@ class CanastaVectorEnv(VectorEnv):
         in [0, 2**64); ``None`` continues each env's own deals (fresh seeds on the first reset)."""
         fn = "CanastaVectorEnv reset"
         seeds = None if seed is None else self._seeds(seed, fn)
-        seat, deal = _episode_options(options, fn)
+        seat, deal = _episode_options(options, fn, self._core)
         if deal is not None:
             warnings.warn("the vector env ignores the 'deal' reset option", stacklevel=2)
         if seed is None and self._core.state is not None:  # continue every env's own deals
@@ -190,8 +187,11 @@ class CanastaVectorEnv(VectorEnv):
         if np.ndim(seed) == 0:
             first = check_seed(seed, fn, span=self.num_envs)
             return [first + i for i in range(self.num_envs)]
-        seeds = [check_seed(s, fn, f"seed[{i}]") for i, s in enumerate(np.asarray(
-            seed, dtype=object).ravel())]
+        items = np.asarray(seed, dtype=object)
+        if items.ndim != 1:  # a (1, n) array is a mistake, not n seeds
+            raise ValueError(f"{fn}: seed must be an int or a 1-D sequence of {self.num_envs} ints, "
+                             f"got shape {items.shape} ({short_repr(seed)})")
+        seeds = [check_seed(s, fn, f"seed[{i}]") for i, s in enumerate(items)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"{fn}: got {len(seeds)} seeds for {self.num_envs} envs")
         return seeds

@@ -28,6 +28,7 @@ from canasta_env.engine import (
 from canasta_env.engine.actions import ACTION_NAMES, NUM_ACTIONS
 from canasta_env.engine.cards import CARD_VALUES, JOKER, SLOT_KIND, TWO
 from canasta_env.engine.core import (
+    _check_deal_id,
     _observe_unchecked,
     _reset_rows_unchecked,
     _step_unchecked,
@@ -67,6 +68,18 @@ def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
         arr = np.asarray(actions)
     except (ValueError, TypeError, OverflowError):
         arr = None
+    if arr is not None and arr.dtype == object and arr.ndim <= 1 and all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in arr.flat):
+        # Python ints beyond 64 bits (numpy keeps them as objects): out of range like 10**6, so
+        # illegal, not "not an integer"
+        arr = np.array([min(max(int(a), -1), NUM_ACTIONS) for a in arr.flat],
+                       dtype=np.int64).reshape(arr.shape)
+    if (arr is not None and arr.ndim == 1 and arr.dtype.kind in "iu"
+            and not isinstance(actions, np.ndarray)
+            and any(isinstance(a, (bool, np.bool_)) for a in actions)):  # type: ignore[attr-defined]
+        # a list [True, 0]: numpy makes ints of it, and True would be played as action 1
+        raise ValueError(f"{fn}: actions must be integers, got {short_repr(actions)} (a bool is "
+                         "not an action)")
     if arr is None or arr.dtype.kind not in "iu":
         raise ValueError(f"{fn}: actions must be integers, got {short_repr(actions)}"
                          + ("" if arr is None else f" (dtype {arr.dtype})"))
@@ -75,6 +88,18 @@ def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
     if arr.dtype.kind == "u":  # keep huge unsigned values out of range rather than wrapped
         arr = np.minimum(arr, NUM_ACTIONS)
     return arr.reshape(n).astype(np.int64, copy=False)
+
+
+def deal_option(deal: object, fn: str) -> DealId | ExplicitDeal | None:
+    """The ``deal`` reset option: ``None``, an ExplicitDeal, or a DealId whose fields are checked
+    here, naming the option (a ``(seed, row, index)`` tuple is taken as one)."""
+    if deal is None or isinstance(deal, ExplicitDeal):
+        return deal
+    items = tuple(deal) if isinstance(deal, (tuple, list, np.ndarray)) and len(deal) == 3 else None
+    if items is None:
+        raise ValueError(f"{fn}: option 'deal' must be a DealId (seed, row, index) or an "
+                         f"ExplicitDeal, got {short_repr(deal)}")
+    return _check_deal_id(DealId(*items), fn, "deal")
 
 
 def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:
@@ -222,6 +247,7 @@ class LearnerBatch:
     def reset(self, seeds: npt.ArrayLike, seat: int | None = None) -> None:
         """Start every env on the first deal of its seed: env i plays DealId(seeds[i], 0, 0);
         ``seat`` fixes the learner's seat for this episode only."""
+        seat = self.check_seat(seat, "reset")  # before anything changes: a refused reset keeps the env
         self.seeds = np.asarray(seeds, dtype=np.uint64).reshape(self.num_envs)
         self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode,
                           threads=self.config.engine_threads)
@@ -231,6 +257,7 @@ class LearnerBatch:
                    seat: int | None = None) -> None:
         """Start the listed envs' next deals (same seed, next episode index), or the given
         ``deal``; ``seat`` fixes the learner's seat for this episode only."""
+        seat = self.check_seat(seat, "reset")
         if rows.size:
             rows = rows.astype(np.int64, copy=False)
             if deal is None:
@@ -243,10 +270,6 @@ class LearnerBatch:
         state = self.require_state()
         if seat is None:
             seat = self.config.learner_seat
-        if seat is not None:
-            seat = check_int(seat, "learner_seat", "reset")
-        if seat is not None and not 0 <= seat < self.num_players:
-            raise ValueError(f"learner seat must be in [0, {self.num_players}), got {seat}")
         while rows.size:
             index = state.data[rows, F_DEAL_INDEX].astype(np.uint64)
             if seat is None:
@@ -269,6 +292,18 @@ class LearnerBatch:
             if over.size:
                 _reset_rows_unchecked(state, over)
             rows = over
+
+    def check_seat(self, seat: object, fn: str) -> int | None:
+        """A per-episode learner seat: ``None`` or an integer in ``[0, num_players)``; checked
+        before a reset changes anything (a seat refused after the deal left the other seats
+        unplayed, so the learner's next action was played for an opponent)."""
+        if seat is None:
+            return None
+        s = check_int(seat, "option 'learner_seat'", fn)
+        if not 0 <= s < self.num_players:
+            raise ValueError(f"{fn}: option 'learner_seat' = {short_repr(s)} is out of range: "
+                             f"seats are [0, {self.num_players}) for {self.rules.name}")
+        return s
 
     def require_state(self) -> State:
         if self.state is None:

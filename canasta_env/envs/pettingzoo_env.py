@@ -25,7 +25,6 @@ from canasta_env.engine import (
     ACTION_NAMES,
     NUM_ACTIONS,
     DealId,
-    ExplicitDeal,
     State,
     init_from_deals,
     observe,
@@ -35,7 +34,13 @@ from canasta_env.engine.core import check_action, check_seed
 from canasta_env.engine.layout import EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
-from canasta_env.envs.learner import REWARD_MODES, check_real, default_reward_scale, hand_reward
+from canasta_env.envs.learner import (
+    REWARD_MODES,
+    check_real,
+    deal_option,
+    default_reward_scale,
+    hand_reward,
+)
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules
 
@@ -88,11 +93,16 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         super().__init__()
         self.rules: RuleSet = rules.resolved() if isinstance(rules, RuleSet) else load_rules(rules)
         if render_mode is not None and render_mode not in ("ansi", "human"):
-            raise ValueError(f"render_mode must be 'ansi' or 'human', got {render_mode!r}")
+            raise ValueError(f"canasta_v0: render_mode must be 'ansi' or 'human', got "
+                             f"{short_repr(render_mode)}")
         if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+            raise ValueError(f"canasta_v0: reward_mode must be one of {REWARD_MODES}, got "
+                             f"{short_repr(reward_mode)}")
         if episode not in ("hand", "game"):
-            raise ValueError(f"episode must be 'hand' or 'game', got {episode!r}")
+            raise ValueError(f"canasta_v0: episode must be 'hand' or 'game', got {short_repr(episode)}")
+        if not isinstance(omniscient_render, (bool, np.bool_)):
+            raise ValueError(f"canasta_v0: omniscient_render must be True or False, got "
+                             f"{short_repr(omniscient_render)}")
         self.render_mode = render_mode
         self.omniscient_render = omniscient_render
         self.episode = episode
@@ -136,30 +146,35 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k);
         ``options={"deal": DealId or ExplicitDeal}`` plays that deal."""
+        fn = "canasta_v0 reset"
         deal = None
-        if options:
-            extra = set(options) - {"deal"} if isinstance(options, dict) else {options}
+        if options and not isinstance(options, dict):
+            warnings.warn(f"{fn}: options must be a dict, got {type(options).__name__}; ignored",
+                          stacklevel=2)
+        elif options:
+            extra = set(options) - {"deal"}
             if extra:
                 warnings.warn(f"canasta_v0 reset options other than 'deal' are ignored: "
                               f"{sorted(map(str, extra))}", stacklevel=2)
-            deal = options.get("deal") if isinstance(options, dict) else None
+            deal = deal_option(options.get("deal"), fn)
         if seed is not None:
-            seed = check_seed(seed, "canasta_v0 reset")
+            seed = check_seed(seed, fn)
+        # the new deal is made before the seed and episode count change: a refused reset keeps them
         if seed is not None or self._base_seed is None:
-            self._base_seed = seed if seed is not None else int(
+            base_seed = seed if seed is not None else int(
                 np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
-            self._episode_index = 0
+            index = 0
         else:
-            self._episode_index += 1
-        if deal is not None and not isinstance(deal, (DealId, ExplicitDeal)):
+            base_seed, index = self._base_seed, self._episode_index + 1
+        if deal is None:
+            state = init_from_deals(self.rules, [DealId(base_seed, 0, index)], episode=self.episode)
+        else:
             try:
-                deal = DealId(*deal)
-            except TypeError:
-                raise ValueError(f"canasta_v0 reset: option 'deal' must be a DealId (seed, row, "
-                                 f"index) or an ExplicitDeal, got {short_repr(deal)}") from None
-        self.state = init_from_deals(
-            self.rules, [deal or DealId(self._base_seed, 0, self._episode_index)],  # type: ignore[arg-type]
-            episode=self.episode)
+                state = init_from_deals(self.rules, [deal], episode=self.episode)  # type: ignore[arg-type]
+            except ValueError as exc:  # an ExplicitDeal whose cards are not the deck's
+                raise ValueError(f"{fn}: option 'deal': "
+                                 f"{str(exc).removeprefix('init_from_deals: ')}") from None
+        self.state, self._base_seed, self._episode_index = state, base_seed, index
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -198,11 +213,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                 "action_mask": self._mask(agent, self._mover())}
 
     def step(self, action: int) -> None:
+        state = self._state()
+        if not self.agents:
+            raise ValueError("canasta_v0 step: every agent is done; call reset() first")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        state = self._state()
         action = check_action(action, "canasta_v0 step")  # 3.7 is refused, not played as 3
         self._cumulative_rewards[agent] = 0.0
         result = step_one(state, action)

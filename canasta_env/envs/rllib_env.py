@@ -94,9 +94,10 @@ class CanastaMultiAgentEnv(MultiAgentEnv):
     def reset(self, *, seed: int | None = None,  # type: ignore[override]
               options: dict[str, Any] | None = None) -> tuple[AgentDict, AgentDict]:
         """A new deal; ``seed`` and ``options`` as for ``canasta_v0`` (``{"deal": ...}``)."""
-        if seed is None and self._seed is not None:
-            seed, self._seed = self._seed, None
-        self._aec.reset(seed=seed, options=options)
+        first = seed is None and self._seed is not None
+        self._aec.reset(seed=self._seed if first else seed, options=options)
+        if first:  # spent only once a reset succeeded with it
+            self._seed = None
         self._done = False
         agent = self._aec.agent_selection
         return {agent: self._observe(agent)}, {}
@@ -106,6 +107,9 @@ class CanastaMultiAgentEnv(MultiAgentEnv):
         if self._done:
             raise ValueError(f"{FN} step: the episode is over; call reset() first")
         agent = self._aec.agent_selection
+        if not isinstance(action_dict, dict):
+            raise ValueError(f"{FN} step: expected a dict {{agent id: action}}, got "
+                             f"{short_repr(action_dict)}")
         if set(action_dict) != {agent}:
             raise ValueError(f"{FN} step: expected an action for {agent!r} only (the agent to move), "
                              f"got actions for {sorted(map(str, action_dict))}")

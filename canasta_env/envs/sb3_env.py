@@ -11,7 +11,11 @@ build the list of info dicts. Contract (each point tested):
   first decision of the env's next deal;
 * ``seed(s)`` makes env i play the deals of a Gym env reset with ``seed=s + i`` (``s + i`` must be
   an integer in [0, 2**64): checked at once);
-* actions must be integers (a float array is refused, not truncated).
+* actions must be integers (a float array is refused, not truncated); a refused ``step_async``
+  leaves nothing for ``step_wait`` to play;
+* ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` refuse an env index outside
+  ``[0, num_envs)`` (``IndexError``); ``set_attr`` refuses a name the env does not have or one that
+  fixes its shape (``num_envs``, ``venv``, the spaces): options are fixed at construction.
 """
 
 from __future__ import annotations
@@ -26,6 +30,11 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 from canasta_env.engine.core import check_batch_size, check_seed
 from canasta_env.envs.gym_env import CanastaVectorEnv
 from canasta_env.envs.learner import env_actions
+from canasta_env.messages import short_repr
+
+# what set_attr may not change: the batch's size, engine and spaces
+FIXED_ATTRS = frozenset({"num_envs", "venv", "observation_space", "action_space", "_actions",
+                         "_seeds", "_options", "reset_infos"})
 
 
 class CanastaVecEnv(VecEnv):
@@ -56,13 +65,14 @@ class CanastaVecEnv(VecEnv):
         return super().seed(seed)
 
     def step_async(self, actions: npt.NDArray[Any]) -> None:
+        self._actions = None  # a refused call leaves no earlier actions for step_wait() to replay
         self._actions = env_actions(actions, self.num_envs, "CanastaVecEnv step")
 
     def step_wait(self) -> tuple[Any, ...]:
-        if self._actions is None:
+        actions, self._actions = self._actions, None  # spent even when the step is refused
+        if actions is None:
             raise RuntimeError("step_wait() without step_async()")
-        obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
-        self._actions = None
+        obs, rewards, terminated, truncated, infos = self.venv.step(actions)
         dones = terminated | truncated
         out_infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         forced = infos["forced_steps"]
@@ -85,33 +95,53 @@ class CanastaVecEnv(VecEnv):
     def close(self) -> None:
         self.venv.close()
 
-    def _indices(self, indices: VecEnvIndices) -> list[int]:
+    def _indices(self, indices: VecEnvIndices, fn: str = "CanastaVecEnv") -> list[int]:
+        """Env indices as SB3 gives them (``None``, an int or a sequence of ints), each in
+        ``[0, num_envs)``; ``IndexError`` naming the first bad one."""
         if indices is None:
             return list(range(self.num_envs))
-        if isinstance(indices, int):
-            return [indices]
-        return list(indices)
+        items = [indices] if isinstance(indices, (int, np.integer)) else indices
+        if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+            raise IndexError(f"{fn}: indices must be None, an int or a sequence of ints, got "
+                             f"{short_repr(indices)}")
+        out = []
+        for i in items:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not (
+                    0 <= i < self.num_envs):
+                raise IndexError(f"{fn}: env index {short_repr(i)} is out of range for "
+                                 f"{self.num_envs} envs")
+            out.append(int(i))
+        return out
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        n = len(self._indices(indices, "CanastaVecEnv.get_attr"))
         value = getattr(self, attr_name)
-        return [value for _ in self._indices(indices)]
+        return [value for _ in range(n)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute every env shares (``render_mode``); the envs' options and shapes are
+        fixed at construction, so a name the env does not have (``shaping``: a silent no-op) or one
+        of its structure (``num_envs``: steps then expect another count) is ``AttributeError``."""
+        self._indices(indices, "CanastaVecEnv.set_attr")
+        if not isinstance(attr_name, str) or attr_name in FIXED_ATTRS or not hasattr(self, attr_name):
+            raise AttributeError(f"CanastaVecEnv.set_attr: cannot set {short_repr(attr_name)}: the "
+                                 "env options and spaces are fixed at construction (make a new env)")
         setattr(self, attr_name, value)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,
                    **method_kwargs: Any) -> Any:
+        rows = self._indices(indices, "CanastaVecEnv.env_method")
         if method_name == "action_masks":
             masks = self.action_masks()
-            return masks if indices is None else masks[self._indices(indices)]
+            return masks if indices is None else masks[rows]
         result = getattr(self, method_name)(*method_args, **method_kwargs)
-        return [result for _ in self._indices(indices)]
+        return [result for _ in rows]
 
     def has_attr(self, attr_name: str) -> bool:
         return hasattr(self, attr_name)
 
     def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._indices(indices)]
+        return [False for _ in self._indices(indices, "CanastaVecEnv.env_is_wrapped")]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None for _ in range(self.num_envs)]
