@@ -20,6 +20,7 @@ from typing import Any
 from agents.checkpoint import (
     CHECKPOINT_NAME,
     LATEST,
+    MAX_JSON_BYTES,
     META_FILE,
     TMP_PREFIX,
     CheckpointError,
@@ -33,6 +34,9 @@ from agents.checkpoint import (
 from train.common.folder_lock import FolderLock
 
 CONFIG_FILE = "config.json"
+# What a checkpoint's meta.json "config" holds besides the training options (for the record:
+# train.learning.run_callback.save_run_checkpoint); a resume from it leaves these out.
+CHECKPOINT_EXTRAS = ("reward_scale",)
 # What a run writes besides its checkpoint directories; --overwrite deletes these and nothing else.
 RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl")
 
@@ -107,9 +111,13 @@ def read_config(run: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RunDirError(f"{path}: unreadable ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: [[[[... nested deeply
+        hint = "; restore it, or remove it to resume with the options of the latest checkpoint" if (
+            latest_checkpoint(run) is not None) else ""
+        raise RunDirError(f"{path}: unreadable ({type(exc).__name__}: {exc}){hint}") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: expected a JSON object of training options")
     return data
@@ -130,6 +138,7 @@ def resume_config(run: Path) -> tuple[dict[str, Any], Path]:
                           f"{CONFIG_FILE} or start afresh with --overwrite") from None
     if not isinstance(config, dict):
         raise RunDirError(f"{meta}: 'config' is not a mapping of training options")
+    config = {k: v for k, v in config.items() if k not in CHECKPOINT_EXTRAS}
     print(f"warning: {path} is missing; resuming with the options {meta} was saved with",
           file=sys.stderr, flush=True)
     return config, meta
@@ -160,18 +169,31 @@ def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
             problems.append(f"'{LATEST}' names {named}, which does not exist")
     for path in reversed(candidates):
         try:
-            load_checkpoint(path)
+            steps = load_checkpoint(path).state.get("num_timesteps")
         except CheckpointError as exc:
             problems.append(f"{path.name} is damaged: {exc}")
+            continue
+        if CHECKPOINT_NAME.fullmatch(path.name) and steps is not None and int(path.name[5:]) != steps:
+            problems.append(f"{path.name} holds a checkpoint of step {steps} (renamed or copied?)")
             continue
         problems += [f"{name} is incomplete" for name in incomplete_after(run, path) if name != named]
         if problems:
             _report(run, problems, path, strict)
+        elif path.name == named and (newer := _newer_than(run, path)):  # latest was set back by hand
+            print(f"warning: {run}: '{LATEST}' names {named}; the newer checkpoints {', '.join(newer)} "
+                  "are kept until training reaches their steps and writes them again",
+                  file=sys.stderr, flush=True)
         return path
     problems += [f"{name} is incomplete" for name in incomplete_after(run, None) if name != named]
     if problems:
         _report(run, problems, None, strict)
     return None
+
+
+def _newer_than(run: Path, chosen: Path) -> list[str]:
+    """Names of the complete checkpoints of ``run`` past ``chosen`` in step order."""
+    names = [p.name for p in list_checkpoints(run)]
+    return names[names.index(chosen.name) + 1:] if chosen.name in names else []
 
 
 def _report(run: Path, problems: list[str], chosen: Path | None, strict: bool) -> None:

@@ -146,15 +146,33 @@ def _check_types(data: dict[str, Any], where: str) -> None:
     for f in dataclasses.fields(TrainArgs):
         if f.name in data and not _fits(data[f.name], str(f.type)):
             raise ValueError(f"{where}: training option {f.name!r} = {short_repr(data[f.name])} "
-                             f"is not of type {f.type}")
+                             f"is not of type {f.type}{_number_hint(data[f.name], str(f.type))}")
 
 
-# field -> (low, high): inclusive bounds every run must respect
+def _number_hint(value: Any, kind: str) -> str:
+    """Why a number-like string is text: YAML 1.1 reads 3e-4 (no dot, no exponent sign) as a string."""
+    if "float" not in kind or not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    if not math.isfinite(number):
+        return " (YAML reads it as text; as a number it is beyond a float's range)"
+    mantissa, _, exponent = repr(number).partition("e")
+    spelled = mantissa if "." in mantissa else f"{mantissa}.0"
+    if exponent:
+        spelled += "e" + (exponent if exponent[0] in "+-" else f"+{exponent}")
+    return f" (YAML reads {value} as text; write {spelled})"
+
+
+# field -> (low, high): inclusive bounds every run must respect (seed: numpy's and sb3's global seeding
+# takes 32 bits; the engine's deal addresses take 64, so eval_seed may be larger)
 _RANGES: dict[str, tuple[float, float]] = {
     "total_timesteps": (0, 10**12), "num_envs": (1, 1 << 20), "n_steps": (1, 1 << 20),
     "batch_size": (1, 1 << 24), "n_epochs": (1, 10_000), "learning_rate": (0.0, 10.0),
     "gamma": (0.0, 1.0), "gae_lambda": (0.0, 1.0), "ent_coef": (0.0, 100.0), "clip_range": (0.0, 10.0),
-    "seed": (0, 2**63 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
+    "seed": (0, 2**32 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
     "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
@@ -184,8 +202,11 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
     if not 1 <= len(args.net_arch) <= MAX_LAYERS or not all(1 <= u <= MAX_UNITS for u in args.net_arch):
         raise ValueError(f"{where}: net_arch = {short_repr(args.net_arch)}: want 1 to {MAX_LAYERS} layers "
                          f"of 1 to {MAX_UNITS} units")
-    if not args.eval_opponents or args.run_dir == "":
-        raise ValueError(f"{where}: eval_opponents and run_dir must not be empty")
+    if not args.eval_opponents:
+        raise ValueError(f"{where}: training option 'eval_opponents' is empty; name an agent")
+    for f in dataclasses.fields(TrainArgs):  # '' is not None: init_from '' would be the working directory
+        if str(f.type) == "str | None" and getattr(args, f.name) == "":
+            raise ValueError(f"{where}: training option {f.name!r} is empty; name a value, or leave it out")
     for name, allowed in _CHOICES.items():
         if getattr(args, name) not in allowed:
             raise ValueError(f"{where}: training option {name!r} = {short_repr(getattr(args, name))} "

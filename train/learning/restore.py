@@ -89,7 +89,12 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
         from agents.learned.policy import load_policy_agent
 
         for name in ckpt.state.get("opponent_pool", []):
-            pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
+            try:
+                pool.add(load_policy_agent(str(run / name), rules, deterministic=False), name)
+            except (ValueError, OSError) as exc:  # a snapshot deleted to save space, or damaged
+                raise CheckpointError(f"{path}: its opponent pool holds the snapshot {name}, which cannot "
+                                      f"be loaded ({exc}); a resume needs every snapshot of the pool, "
+                                      "nothing was changed") from None
         results = ckpt.state.get("league_results")
         if isinstance(results, dict):
             pool.load_state(results)

@@ -144,8 +144,13 @@ def save_run_checkpoint(setup: RunSetup, policy: Any, num_timesteps: int, n_upda
         state["league_results"] = pool.state()
     config = dict(dataclasses.asdict(args), reward_scale=default_reward_scale(rules))
     meta = build_meta(config=config, rules=rules, policy=policy)
-    return save_checkpoint(run, checkpoint_name(num_timesteps), policy_state=policy.state_dict(),
-                           optimizer_state=policy.optimizer.state_dict(), state=state, meta=meta)
+    try:
+        return save_checkpoint(run, checkpoint_name(num_timesteps), policy_state=policy.state_dict(),
+                               optimizer_state=policy.optimizer.state_dict(), state=state, meta=meta)
+    except OSError as exc:  # a full disk: say where, and that the checkpoints before it are intact
+        raise OSError(f"{run}: the checkpoint at {num_timesteps:,} learner steps could not be written "
+                      f"({exc}); the run stopped, its earlier checkpoints are intact: make room and "
+                      "continue it with --resume") from None
 
 
 def record_league(logger: Any, pool: Any) -> None:

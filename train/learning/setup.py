@@ -91,6 +91,9 @@ def _check_league(args: TrainArgs, selfplay: bool) -> None:
     if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
         raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
                          "exploiter_family heuristic and exploiter_every, or leave it empty")
+    if args.league_exploiters and (args.exploiter_family != "ppo" or not args.exploiter_every):
+        raise ValueError("training option league_exploiters trains PPO league exploiters: set "
+                         "exploiter_every (exploiter_family ppo), or leave it false")
     if args.imitate_opponent == IMITATE_LEAGUE and not args.league:
         raise ValueError(f"training option imitate_opponent = {IMITATE_LEAGUE!r} needs league members "
                          "(canasta selfplay or canasta league with 'league' set)")
