@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +70,27 @@ def hint_entry(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
     ``AgentError`` naming ``label`` when it fails)."""
     from canasta_env.engine import ACTION_NAMES
 
-    return [[ACTION_NAMES[a], None if p is None else round(p, 4)]
-            for a, p in top_choices(agent, obs, mask, rng, pick=pick, k=TOP_K, label=label)]
+    choices = agent_call(label, None, top_choices, agent, obs, mask, rng, pick=pick, k=TOP_K, label=label)
+    bad = [p for _, p in choices if p is not None and not 0 <= p <= 1]  # NaN too: JSON has no NaN
+    if bad:
+        raise AgentError(f"agent {shown(label)}: action_probabilities() gave {shown(bad[0])}, not a "
+                         "probability in [0, 1]")
+    return [[ACTION_NAMES[a], None if p is None else round(p, 4)] for a, p in choices]
+
+
+def agent_call(label: str, seat: int | None, call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, an agent's move or top choices; whatever the agent's code raises is an
+    ``AgentError`` naming it: ``agent_move`` turns an ``Exception`` into one, but ``SystemExit``
+    (an agent that calls ``sys.exit``) or a ``CancelledError`` got by as a 500 and the game lost
+    (under the test client, the event loop stopped). Ctrl-C is left to stop the program."""
+    try:
+        return call(*args, **kwargs)
+    except (AgentError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        where = "" if seat is None else f" (seat {seat})"
+        raise AgentError(f"agent {shown(label)}{where}: raised {type(exc).__name__}: "
+                         f"{one_line(exc, MAX_FAILURE // 2)}") from None
 
 
 class Game:
@@ -101,6 +120,7 @@ class Game:
         self._hint_cache: tuple[int, list[list[Any]] | None] | None = None
         self.hint_error: str | None = None  # why the hint of this version could not be had
         self.failure: str | None = None  # set when an agent failed: the game stops there
+        self._no_top: set[int] = set()  # seats whose top choices could not be had (logged once)
         # held by the store while a request reads or changes the game; ``busy`` while its agents
         # think outside the lock; ``users``: requests holding it (it stays in memory meanwhile)
         self.lock = threading.Lock()
@@ -164,12 +184,29 @@ class Game:
             obs = observe(self.state, [seat])
             mask = self.state.legal_action_mask.copy()
             try:
-                action = agent_move(agent, self.labels[seat], seat, obs, mask, self.rng)
+                action = agent_call(self.labels[seat], seat, agent_move, agent, self.labels[seat], seat, obs,
+                                    mask, self.rng)
             except AgentError as exc:
                 self.failure = one_line(exc, MAX_FAILURE)
                 raise
-            hint = hint_entry(agent, obs, mask, action, self.rng) if self.show_policy else None
-            self._move(seat, action, hint)
+            self._move(seat, action, self._agent_hint(agent, seat, obs, mask, action))
+
+    def _agent_hint(self, agent: Any, seat: int, obs: np.ndarray, mask: np.ndarray, action: int
+                    ) -> list[list[Any]] | None:
+        """With ``show_policy``, the top choices of the agent that played ``action``; none when
+        they cannot be had (its move stands; logged once), as for the human's hint: a learned policy
+        whose ``action_probabilities`` raised, or gave NaN (which JSON has not), was a 500 for the
+        move and every view after it."""
+        if not self.show_policy:
+            return None
+        try:
+            return hint_entry(agent, obs, mask, action, self.rng, self.labels[seat])
+        except AgentError as exc:
+            if seat not in self._no_top:  # one log line per seat and game, not one per move
+                self._no_top.add(seat)
+                log.warning("game %s: no top choices of seat %d: %s", self.id, seat,
+                            one_line(exc, MAX_FAILURE))
+            return None
 
     def _move(self, seat: int, action: int, hint: list[list[Any]] | None) -> None:
         from canasta_env.engine import ACTION_NAMES

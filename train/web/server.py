@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import logging
 import socket
 import sys
@@ -56,6 +57,20 @@ class BoundedH11Protocol(H11Protocol):
                 self._arm()
         else:
             self._disarm()
+
+    def send_400_response(self, msg: str) -> None:
+        """Bytes that are not an HTTP/1.1 request (h11 refused them): a one-line JSON 400 with the
+        security headers, then close. uvicorn's own answer was ``text/plain`` without them."""
+        body = json.dumps({"error": "not a valid HTTP/1.1 request"}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                   (b"connection", b"close"), *SECURITY_HEADERS]
+        try:
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                          h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event) or b"")
+        except h11.LocalProtocolError:  # an answer had begun on this connection: only close it
+            pass
+        self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         """The connection closed: no deadline left to run."""
