@@ -318,8 +318,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--luck-correction", action="store_true",
                         help="also report the luck-corrected margin and win rate (canasta_env.luck)")
     args = parser.parse_args(argv)
-    if not 1 <= args.deals <= MAX_DEALS:
-        parser.error(f"--deals {args.deals}: want 1 to {MAX_DEALS:,} deals")
+    if not 1 <= args.deals <= MAX_DEALS:  # one line naming the flag, as the errors below
+        parser.exit(2, f"agents.match: error: --deals {args.deals}: want 1 to {MAX_DEALS:,} deals\n")
+    if not 0 <= args.seed < 2**64:  # deal seeds (DealId)
+        parser.exit(2, f"agents.match: error: --seed {args.seed}: want a whole number in [0, 2**64 - 1]\n")
     try:
         rules = load_rules(args.preset)
         if args.luck_correction:

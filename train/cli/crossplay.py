@@ -67,6 +67,11 @@ def _check_out(out: str | None, force: bool) -> None:
         what = "is a folder" if len(folders) == 1 else "are folders"
         raise ValueError(f"--out {out}: {', '.join(folders)} there {what}, where crossplay writes a file; "
                          "use another --out folder")
+    odd = [name for name in OUTPUT_NAMES if os.path.lexists(folder / name) and not (folder / name).is_file()]
+    if odd:  # a pipe would hang the write after every game, a broken link write elsewhere
+        raise ValueError(f"--out {out}: {', '.join(odd)} there {'is' if len(odd) == 1 else 'are'} not a "
+                         "regular file (a pipe, device or broken link), which --force does not replace; "
+                         "use another --out folder")
     taken = [name for name in OUTPUT_NAMES if os.path.lexists(folder / name)]
     if taken and not force:
         raise ValueError(f"--out {out}: already holds {', '.join(taken)}; pass --force to replace "

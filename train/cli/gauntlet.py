@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
 from train.common.outputs import check_output_file
@@ -62,7 +64,7 @@ def run(ns: argparse.Namespace) -> int:
     rules = load_rules(o.rules)
     if o.luck_correction:
         luck_weights(rules)  # rules without fitted weights: refused before any agent is built
-    if o.json:
+    if o.json is not None:  # "" too: refused, not read as "no file"
         check_output_file(o.json, "--json")
     names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
     if not names:
@@ -87,11 +89,16 @@ def run(ns: argparse.Namespace) -> int:
           f"against {worst['opponent']}")
     command = command_line(o)
     print(f"command: {command}")
-    if o.json:
-        Path(o.json).write_text(json.dumps({"agent": o.agent, "rules": rules.name, "deals": o.deals,
-                                            "deal_set": dset.name, "command": command, "rows": rows},
-                                           indent=2) + "\n")
+    if o.json is not None:
+        data = {"agent": o.agent, "rules": rules.name, "deals": o.deals, "deal_set": dset.name,
+                "command": command, "rows": [_finite(r) for r in rows]}
+        Path(o.json).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
     return 0
+
+
+def _finite(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with NaN (a variance ratio over deals that do not vary) as None: JSON has no NaN."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
 def _luck_cells(s: dict[str, float]) -> str:

@@ -157,11 +157,14 @@ def holm(pvalues: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def deals_to_separate(deal_margins: npt.NDArray[np.float64], target_margin: float,
-                      alpha: float = 0.05, power: float = 0.8) -> int:
+                      alpha: float = 0.05, power: float = 0.8) -> int | None:
     """Deals needed for a two-sided level-``alpha`` test to detect a true mean margin of
-    ``target_margin`` with probability ``power``, at the per-deal spread measured here."""
+    ``target_margin`` with probability ``power``, at the per-deal spread measured here; None from
+    fewer than two deals (no spread to measure)."""
     if target_margin <= 0:
         raise ValueError(f"target margin must be positive, got {target_margin}")
-    sd = float(np.std(deal_margins, ddof=1)) if deal_margins.size > 1 else float("nan")
+    if deal_margins.size < 2:
+        return None
+    sd = float(np.std(deal_margins, ddof=1))
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return int(np.ceil((z * sd / target_margin) ** 2))

@@ -17,6 +17,7 @@ and ends with the same numbers as an uninterrupted one. Statistics are in
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
 from train.common.folder_lock import FolderLock
-from train.evaluation.hand_log import DAMAGED, HandLog, TournamentConfig
+from train.evaluation.hand_log import DAMAGED, OUTPUT_NAMES, HandLog, TournamentConfig
 from train.evaluation.hand_rows import parse_rows
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 
@@ -116,6 +117,11 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     config = TournamentConfig(rules.to_dict(), labels, [e.spec for e in people], hands, duplicate, vs,
                               partner_label, seed, set_name, resamples, target_margin, records,
                               luck_correction)
+    if ladder is not None:  # a ladder that counts this tournament must rate its entrants: before any game
+        from train.evaluation.ladder import read_ladder
+        from train.evaluation.tournament_report import counted_ratings, ladder_id
+
+        counted_ratings(Path(ladder), read_ladder(Path(ladder)), ladder_id(config), labels)
     all_labels = labels + ([f"partner:{partner_label}"] if partner_label else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
@@ -150,10 +156,19 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
         raise ValueError("records are written into the output folder: give --out")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"{out}: --out must be a folder, and this is a file")
+    if out is not None:  # a FIFO would hang the resume's read or the write, a device fill memory
+        odd = [name for name in ("tournament.json", *OUTPUT_NAMES)
+               if os.path.lexists(Path(out) / name) and not (Path(out) / name).is_file()]
+        if odd:
+            raise ValueError(f"--out {out}: {', '.join(odd)} there {'is' if len(odd) == 1 else 'are'} not a "
+                             "regular file (a folder, pipe, device or broken link), where the tournament "
+                             "reads and writes files; use another --out folder")
     if ladder is not None:
+        from train.common.outputs import check_output_file
         from train.evaluation.ladder import read_ladder
 
         read_ladder(Path(ladder))
+        check_output_file(ladder, "--ladder")  # its folder: written after every game
     if on_ray is not None:
         from train.evaluation.ray_units import connect
 

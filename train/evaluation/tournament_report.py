@@ -274,7 +274,7 @@ class TournamentResult:
                      f"{r['mean_margin']:.0f} [{r['margin_lo']:.0f}, {r['margin_hi']:.0f}]",
                      f"{r['p_holm']:.4f}"]
             if "deals_needed" in r:
-                cells.append(str(r["deals_needed"]))
+                cells.append("-" if r["deals_needed"] is None else str(r["deals_needed"]))
             h.add_row(*cells)
         console.print(h)
         o = Table(title="outcomes per hand played")
@@ -330,6 +330,25 @@ def _finish(fig: Any, target: Any) -> Any:
     return fig
 
 
+def ladder_id(config: Any) -> str:
+    """The id under which a ladder file counts this tournament's games (its settings' hash)."""
+    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def counted_ratings(path: Path, data: dict[str, Any], tournament_id: str,
+                    names: list[str]) -> list[dict[str, Any]] | None:
+    """The ladder's ratings of ``names`` if it counts this tournament already (a repeated or resumed
+    run), else None; a ladder that counts it but lacks an entrant's rating is a ``ValueError``."""
+    if tournament_id not in data["tournaments"]:
+        return None
+    missing = [name for name in names if name not in data["ratings"]]
+    if missing:
+        raise ValueError(f"ladder {path}: counts this tournament ({tournament_id}) but holds no rating for "
+                         f"{', '.join(map(repr, missing))}; restore the file, or use another --ladder")
+    keys = ("mu", "sigma", "ordinal", "games")
+    return [{"entrant": name, **{key: data["ratings"][name][key] for key in keys}} for name in names]
+
+
 def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.NDArray[Any]],
               ladder: Path | None = None) -> TournamentResult:
     """All statistics of a tournament from its hands (pure: same hands, same numbers). With a
@@ -343,10 +362,9 @@ def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.ND
         skill = openskill_view(plan, hands, labels[:k])
     else:
         data = read_ladder(ladder)
-        tournament_id = hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
-        if tournament_id in data["tournaments"]:  # a repeated or resumed run: its games are counted
-            skill = [{"entrant": name, **data["ratings"][name]} for name in labels[:k]]
-        else:
+        tournament_id = ladder_id(config)
+        skill = counted_ratings(ladder, data, tournament_id, labels[:k])
+        if skill is None:
             skill = openskill_view(plan, hands, labels[:k], data["ratings"])
             update_ladder(ladder, tournament_id, skill)
     return TournamentResult(
