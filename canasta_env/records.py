@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,9 +209,10 @@ def _actions(data: dict[str, Any]) -> list[int]:
         raise RecordError(f"{len(names)} action names for {len(actions)} actions")
     if names is not None and not all(isinstance(n, str) for n in names):
         raise RecordError(f"key 'action_names': expected a list of strings, got {short_repr(names)}")
-    if data.get("action_layout") != ACTION_LAYOUT:  # written by another action layout
+    layout = _get(data, "action_layout", str)
+    if layout != ACTION_LAYOUT:  # written by another action layout: the names decide
         if names is None:
-            raise RecordError(f"recorded with action layout {short_repr(data.get('action_layout'))}, "
+            raise RecordError(f"recorded with action layout {short_repr(layout)}, "
                               f"this code has {ACTION_LAYOUT!r}, and the record has no action names")
         unknown = sorted({n for n in names if n not in ACTION_BY_NAME})
         if unknown:
@@ -299,10 +302,30 @@ def _per(key: str, values: Any, count: int, what: str) -> None:
         _in_range(key, x, *INT32)
 
 
+def _check_rules(written: Any, rules: RuleSet) -> None:
+    """A record holds every option of the rules it was played under, resolved (what
+    ``RuleSet.to_dict`` writes): an option left out would replay under this code's default, and a
+    ``null`` under this code's table-size default, not necessarily the rules of the hand."""
+    resolved = rules.to_dict()
+    if written == resolved:
+        return
+    missing = [key for key in resolved if key not in written]
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise RecordError(f"rules: missing option(s) {', '.join(missing[:5])}{more}; a record holds "
+                          "every rule option, so that it never replays under defaults it was not "
+                          "played under")
+    key = next(k for k, v in resolved.items() if written[k] != v)
+    raise RecordError(f"rules: option {key!r} = {short_repr(written[key])} is not resolved (it "
+                      f"would replay as {short_repr(resolved[key])}); a record holds the resolved rules")
+
+
 def check_record(record: HandRecord, rules: RuleSet) -> None:
-    """``RecordError`` unless the record's fields fit its rules: one seat label per player, one
-    score per side, seats, sides, hand number and deal address in range, integers within the
-    engine's int32 arrays. Whether the hand replays to what it says is ``replay``'s business."""
+    """``RecordError`` unless the record's fields fit its rules: the rules complete and resolved,
+    one seat label per player, one score per side, seats, sides, hand number and deal address in
+    range, integers within the engine's int32 arrays. Whether the hand replays to what it says is
+    ``replay``'s business."""
+    _check_rules(record.rules, rules)
     n, sides = rules.num_players, rules.num_sides
     if not isinstance(record.seats, list) or len(record.seats) != n \
             or not all(isinstance(x, str) for x in record.seats):
@@ -338,13 +361,26 @@ def check_record(record: HandRecord, rules: RuleSet) -> None:
 
 # ---- files -------------------------------------------------------------------------------------
 def write_records(path: str | Path, records: Iterable[HandRecord], *, names: bool = True) -> int:
-    """Append records to a JSON-lines file (created if needed) and flush; returns how many."""
+    """Append records to a JSON-lines file (created if needed) and flush; returns how many. A file
+    that ends mid-line (a write cut short) gets a newline first, so the new records stay readable."""
     lines = [json.dumps(r.to_json(names), separators=(",", ":")) + "\n" for r in records]
     if lines:
         with open(path, "a", encoding="utf-8") as f:
-            f.write("".join(lines))
+            start = "\n" if _ends_mid_line(f.fileno(), path) else ""
+            f.write(start + "".join(lines))
             f.flush()
     return len(lines)
+
+
+def _ends_mid_line(fd: int, path: str | Path) -> bool:
+    """Whether ``path``, open for appending on ``fd``, is a regular file that is not empty and does
+    not end with a newline (pipes and devices are not read)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return False
+    with open(path, "rb") as f:
+        f.seek(st.st_size - 1)
+        return f.read(1) != b"\n"
 
 
 def iter_records(path: str | Path) -> Iterator[HandRecord]:
@@ -464,15 +500,31 @@ def check_outcome(record: HandRecord, state: State) -> None:
     """``RecordError`` unless ``state`` (after all the record's actions) ends as the record says."""
     over = bool(state.terminated[0] or state.truncated[0])
     end = END_NAMES.get(int(state.hand_end[0]), "?") if over else "unfinished"
-    found: dict[str, Any] = {"end": end, "scores_after": state.scores[0].tolist()}
+    scores = state.scores[0].tolist()
+    found: dict[str, Any] = {"end": end, "scores_after": scores, "went_out": -1, "concealed": False,
+                             "hand_scores": None, "score_parts": None, "game_result": None}
     if over:
         found.update(went_out=int(state.went_out[0]), concealed=bool(state.concealed[0]))
     if over and end != "step_cap":
         found.update(hand_scores=state.hand_scores[0].tolist(), score_parts=state.score_parts[0].tolist())
+        if record.episode == "game":
+            found["game_result"] = _game_result(state.rules, scores, record.hand_number)
     diff = [f"{k}: replayed {v!r}, recorded {getattr(record, k)!r}" for k, v in found.items()
             if v != getattr(record, k)]
     if diff:
         raise RecordError(f"{record.describe()}: replay differs from the record: {'; '.join(diff)}")
+
+
+def _game_result(rules: RuleSet, scores: list[int], hand_number: int) -> int | None:
+    """How a game went on after a scored hand (the engine's ``score.game_decision``, C33): the
+    winning side, -1 a draw, -2 cut short by ``max_hands``, None when another hand is dealt."""
+    best = max(scores)
+    if best >= rules.target_score:
+        if scores.count(best) == 1:
+            return scores.index(best)
+        if rules.tie_rule == "draw":
+            return -1
+    return -2 if hand_number + 1 >= rules.max_hands else None
 
 
 # ---- recording a batch -------------------------------------------------------------------------

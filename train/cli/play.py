@@ -40,7 +40,8 @@ def check_record_file(path: str | Path) -> None:
     """Refuse a ``--record`` file before any hand is played (else the first hand would be lost when
     it is saved): one that cannot be appended to (a missing folder, a directory, a pipe without a
     reader), or an existing file that holds something other than hand records (a typo such as
-    ``--record README.md``). Creates the file, empty, if it does not exist."""
+    ``--record README.md``) or a bad line among them (a last line cut short: the hands appended
+    after it would be in a file that does not read). Creates the file, empty, if it does not exist."""
     import os
     import stat
 
@@ -57,7 +58,8 @@ def check_record_file(path: str | Path) -> None:
         os.close(fd)
     if stat.S_ISREG(st.st_mode) and st.st_size:
         try:
-            next(iter_records(path), None)
+            for _ in iter_records(path):
+                pass
         except RecordError as exc:
             raise ValueError(f"--record {path}: holds something other than hand records, so nothing "
                              f"is appended to it ({exc})") from None

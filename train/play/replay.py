@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from train.play.prompt import console_input
+
 
 class Replayer:
     """Shows one record step by step on a console."""
@@ -29,7 +31,7 @@ class Replayer:
         if not self.wait:
             return True
         try:
-            answer = self.console.input(Text("[Enter] next step, q quit: "))
+            answer = console_input(self.console, "[Enter] next step, q quit: ")
         except EOFError:
             return False
         return answer.strip().lower() not in ("q", "quit")

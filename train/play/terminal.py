@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from canasta_env.messages import short_repr
+from train.play.prompt import console_input
 from train.play.seats import AgentError, Seat, adviser, agent_move, is_learned, top_moves
 
 _NUMBER = re.compile(r"[+-]?[0-9]+")
@@ -72,10 +73,10 @@ def parse_move(text: str, legal: Sequence[int]) -> tuple[int | None, str]:
         return matches[0], ""
     if matches:
         shown = ", ".join(ACTION_NAMES[a] for a in matches[:8])
-        return None, f"{word!r} could be several moves: {shown}. Type more of the name or a number."
+        return None, f"{short_repr(word)} could be several moves: {shown}. Type more of the name or a number."
     if any(n.startswith(name) for n in ACTION_BY_NAME):
-        return None, f"No legal move starts with {word!r} now; choose one from the list."
-    return None, f"{word!r} is not a move. Type a number from 1 to {len(legal)} or a move name."
+        return None, f"No legal move starts with {short_repr(word)} now; choose one from the list."
+    return None, f"{short_repr(word)} is not a move. Type a number from 1 to {len(legal)} or a move name."
 
 
 class PlaySession:
@@ -95,7 +96,7 @@ class PlaySession:
         self.record_path = record
         self.show_policy = show_policy
         self.console = console or Console(highlight=False)
-        self.read_line = read_line or (lambda prompt: self.console.input(Text(prompt)))
+        self.read_line = read_line or (lambda prompt: console_input(self.console, prompt))
         self.rng = np.random.default_rng(seed)
         self.hands_done = self.recorded = 0
         self.last_human: int | None = None
@@ -224,7 +225,11 @@ class PlaySession:
         if records and self.record_path is not None:
             from canasta_env.records import write_records
 
-            self.recorded += write_records(self.record_path, records)
+            try:
+                self.recorded += write_records(self.record_path, records)
+            except OSError as exc:  # a full disk, a file made read-only mid-game: name the file
+                raise ValueError(f"--record {self.record_path}: cannot append {len(records)} hand "
+                                 f"record(s): {exc.strerror or exc}") from None
 
     def _hand_over(self, record: Any) -> None:
         from canasta_env.records import END_TEXT
