@@ -6,12 +6,23 @@ scaling: ``decode(obs)`` returns an int32 array of the same shape whose entries 
 seat sizes, scores in points and 0/1 flags, in the observation's own layout; ``offsets`` gives each
 piece's start in the order of ``PIECE_ORDER`` so that compiled kernels receive it as an argument
 (never as a global from another module: numba's cache would not notice a change here).
+
+The agents' shared input checks live here too, so that every agent refuses the same bad input in
+the same one line: ``check_observations`` (a ``(B, D)`` batch of numbers within the layout's
+bounds: NaN, infinities, another table's observations and a transposed batch are refused),
+``check_legal_mask`` (``(B, NUM_ACTIONS)`` of booleans or 0/1 numbers) and ``uniforms`` (one
+uniform in [0, 1) per row from the rng). Each is one cheap vectorized pass over the batch, and
+hands the kernels C-contiguous, writeable arrays (a read-only or Fortran-ordered one would make
+numba compile another specialization, 10 s, on the hot path).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from canasta_env.engine.layout import (
     P_NOWNERS,
@@ -19,7 +30,9 @@ from canasta_env.engine.layout import (
     P_NSIDES,
     pack_params,
 )
-from canasta_env.engine.observation import divisors, obs_dim, spans
+from canasta_env.engine.observation import bounds, divisors, obs_dim, spans
+from canasta_env.messages import one_line
+from canasta_env.policy import check_mask
 from canasta_env.rules import RuleSet, load_rules
 
 # order of the piece offsets handed to the kernels (``ObsDecoder.offsets``)
@@ -46,12 +59,120 @@ class ObsDecoder:
         if missing:
             raise ValueError(f"observation layout changed: missing pieces {missing}")
         self.scale = divisors(p)
+        self.low, self.high = bounds(p)
+        self.piece_at = np.repeat([piece.name for piece, _, size in spans(p)],
+                                  [size for _, _, size in spans(p)])
         self.offsets = np.array([starts[name] for name in PIECE_ORDER], dtype=np.int64)
 
-    def decode(self, observations: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    def check(self, observations: Any, who: str = "agent") -> npt.NDArray[np.float32]:
+        """``observations`` as checked C-contiguous float32 ``(B, D)`` (``check_observations``)."""
+        return check_observations(observations, who, self.low, self.high, self.rules.name,
+                                  self.piece_at)
+
+    def decode(self, observations: Any, who: str = "agent") -> npt.NDArray[np.int32]:
         """``(B, D)`` float observations -> ``(B, D)`` int32 counts, sizes, points and flags."""
-        obs = np.asarray(observations, dtype=np.float32)
-        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
-            raise ValueError(f"expected observations of shape (B, {self.obs_dim}) for "
-                             f"{self.rules.name}, got {obs.shape}")
-        return np.rint(obs * self.scale).astype(np.int32)
+        return np.rint(self.check(observations, who) * self.scale).astype(np.int32)
+
+    def inputs(self, observations: Any, legal_action_mask: Any, who: str
+               ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]]:
+        """The decoded observations and the checked mask of one ``act`` call, or a one-line
+        ``ValueError`` starting with ``who``."""
+        g = self.decode(observations, who)
+        return g, check_legal_mask(legal_action_mask, g.shape[0], who)
+
+
+def check_observations(observations: Any, who: str, low: npt.NDArray[np.float32] | None,
+                       high: npt.NDArray[np.float32] | None, table: str,
+                       piece_at: npt.NDArray[np.str_] | None = None) -> npt.NDArray[np.float32]:
+    """``observations`` as a C-contiguous float32 ``(B, D)`` array, ``D = low.size``, every entry
+    within ``[low, high]`` (the observation space's bounds; an engine observation always is), or
+    a one-line ``ValueError`` starting with ``who`` that names what is wrong: not numbers, another
+    shape (another table's observations, a single row, a transposed batch), NaN, an infinity or a
+    value out of range (the first one, with its row, column and piece ``piece_at[column]``).
+    ``low = high = None``: any width, finite numbers."""
+    try:
+        obs = np.ascontiguousarray(observations, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{who}: observations are not an array of numbers "
+                         f"({type(observations).__name__}: {one_line(exc, 120)})") from None
+    width = "D" if low is None else low.size
+    if obs.ndim != 2 or (low is not None and obs.shape[1] != low.size):
+        raise ValueError(f"{who}: expected observations of shape (B, {width}) for {table}, got {obs.shape}")
+    if not obs.flags.writeable:  # (another numba signature; torch warns of a read-only array)
+        obs = obs.copy()
+    if low is None or high is None:
+        low = np.full(obs.shape[1], -np.inf, dtype=np.float32)
+        high = np.full(obs.shape[1], np.inf, dtype=np.float32)
+    low, high = np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32)
+    row = first_row_outside(obs, low, high)
+    if row >= 0:
+        col = int(np.flatnonzero(~((obs[row] >= low) & (obs[row] <= high)))[0])
+        piece = f" ({piece_at[col]})" if piece_at is not None else ""
+        within = "finite" if np.isinf(low[col]) and np.isinf(high[col]) else f"[{low[col]:g}, {high[col]:g}]"
+        raise ValueError(f"{who}: observation row {row}, column {col}{piece} is {obs[row, col]}, outside "
+                         f"{within}: not an observation of {table}")
+    return obs
+
+
+@njit(cache=True, nogil=True)
+def first_row_outside(obs, low, high):
+    """The first row of ``obs`` with an entry outside ``[low, high]`` (NaN included), -1 if none:
+    one pass, four times faster than numpy's comparisons and ``all``."""
+    for b in range(obs.shape[0]):
+        ok = True
+        for j in range(obs.shape[1]):
+            v = obs[b, j]
+            ok &= (v >= low[j]) & (v <= high[j])
+        if not ok:
+            return b
+    return -1
+
+
+def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.NDArray[np.bool_]:
+    """``legal_action_mask`` as a C-contiguous, writeable ``(rows, NUM_ACTIONS)`` bool array, or a
+    one-line ``ValueError`` starting with ``who``: another shape (``canasta_env.policy.check_mask``),
+    or entries that are neither booleans nor the numbers 0 and 1 (strings, 2, -1, 0.5, NaN: read as
+    booleans, each would make an illegal action legal)."""
+    raw = legal_action_mask if isinstance(legal_action_mask, np.ndarray) else None
+    if raw is None:
+        try:
+            raw = np.asarray(legal_action_mask)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{who}: legal_action_mask is not an array ({one_line(exc, 120)})") from None
+    mask = check_mask(raw if raw.dtype.kind in "biuf" else np.zeros(raw.shape, np.bool_), rows, who)
+    if raw.dtype != np.bool_:
+        if raw.dtype.kind == "O":  # Python booleans or numbers, one object each
+            try:
+                raw = raw.astype(np.float64)
+            except (TypeError, ValueError):
+                raw = None
+        if raw is None or raw.dtype.kind not in "biuf":
+            shown = "object" if raw is None else raw.dtype
+            raise ValueError(f"{who}: legal_action_mask of dtype {shown}; expected booleans (or the "
+                             "numbers 0 and 1)")
+        mask = np.ascontiguousarray(raw, dtype=np.bool_)
+        odd = (raw != 0) & (raw != 1)
+        if odd.any():
+            row, col = (int(i) for i in np.argwhere(odd)[0])
+            raise ValueError(f"{who}: legal_action_mask row {row}, action {col} is {raw[row, col]}; "
+                             "expected booleans (or the numbers 0 and 1)")
+    return mask if mask.flags.writeable else mask.copy()
+
+
+def uniforms(rng: Any, rows: int, who: str) -> npt.NDArray[np.float64]:
+    """One uniform in [0, 1) per row, drawn with ``rng.random(rows)`` (a numpy ``Generator``,
+    ``RandomState`` or ``RowRandom``), or a one-line ``ValueError`` starting with ``who``."""
+    if not callable(getattr(rng, "random", None)):
+        raise ValueError(f"{who} needs rng, a numpy Generator (or RowRandom), got {type(rng).__name__}")
+    drawn = rng.random(rows)
+    try:
+        u = np.asarray(drawn, dtype=np.float64)
+    except (TypeError, ValueError):
+        u = np.full(1, np.nan)
+    if u.shape != (rows,):
+        raise ValueError(f"{who}: rng.random({rows}) gave {type(drawn).__name__} of shape {u.shape}; "
+                         f"expected one uniform per row, shape ({rows},)")
+    inside = (u >= 0.0) & (u < 1.0)  # False for NaN
+    if not inside.all():
+        raise ValueError(f"{who}: rng.random({rows}) gave {u[~inside][0]}, not a uniform in [0, 1)")
+    return u

@@ -42,7 +42,6 @@ from canasta_env.engine.actions import (
     TAKE_PILE_PAIR,
 )
 from canasta_env.engine.cards import CARD_VALUES, SLOT_KIND
-from canasta_env.policy import check_mask
 from canasta_env.rules import RuleSet
 
 
@@ -124,6 +123,5 @@ class GreedyAgent:
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator | None = None) -> npt.NDArray[np.int64]:
-        g = self.decoder.decode(observations)
-        mask = check_mask(legal_action_mask, g.shape[0], f"{self.name}: act")
+        g, mask = self.decoder.inputs(observations, legal_action_mask, f"{self.name}: act")
         return greedy_kernel(g, mask, self.decoder.offsets)

@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from agents._obs import PIECE_ORDER, ObsDecoder, check_legal_mask, uniforms
 from canasta_env.engine import State
 from canasta_env.engine.actions import ASK_PARTNER, DISCARD, DRAW_STOCK, MELD_NNN, TAKE_PILE_PAIR
 from canasta_env.engine.core import _observe_unchecked, _step_unchecked
@@ -51,7 +52,7 @@ from canasta_env.engine.score import score_hand
 from canasta_env.messages import short_repr
 from canasta_env.policy import Agent
 from canasta_env.rules import RuleSet, load_rules
-from canasta_env.worlds import sample_worlds
+from canasta_env.worlds import WorldError, sample_worlds
 
 DEFAULT_N = 4
 # worlds per decision and rollout depth (decisions of all seats; 0: to the end of the hand) when not
@@ -188,6 +189,14 @@ def _kind(action: int) -> str:
     return "ask" if action == ASK_PARTNER else ("answer" if action > ASK_PARTNER else "end")
 
 
+class _RowError(Exception):
+    """Row ``row`` of a search batch has no worlds (``WorldError`` ``reason``)."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(reason)
+        self.row, self.reason = row, reason
+
+
 class SearchAgent:
     """Determinized Monte Carlo search (see the module docstring)."""
 
@@ -199,7 +208,6 @@ class SearchAgent:
                  checkpoint: str | None = None, seed: int = 0, guard: float = DEFAULT_GUARD,
                  min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES) -> None:
         from agents import make_agent
-        from agents._obs import PIECE_ORDER, ObsDecoder
 
         self.rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
         if k is None:
@@ -219,21 +227,28 @@ class SearchAgent:
         self.guard, self.min_gain = float(guard), float(min_gain)
         names = _phase_names(phases, "search")
         self.phases = np.array([p in names for p in PHASES] + [False], dtype=np.bool_)
-        self._phase_at = int(ObsDecoder(self.rules).offsets[PIECE_ORDER.index("phase")])
+        self._decoder = ObsDecoder(self.rules)
+        self._phase_at = int(self._decoder.offsets[PIECE_ORDER.index("phase")])
         self.stats: dict[str, int] = {}
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: Any) -> npt.NDArray[np.int64]:
-        obs = np.asarray(observations, dtype=np.float32)
-        mask = np.ascontiguousarray(legal_action_mask, dtype=np.bool_)
-        out = np.argmax(mask, axis=1).astype(np.int64)  # the only legal action, where one
-        seeds = (rng.random(mask.shape[0]) * 2.0**53).astype(np.int64) ^ self.seed
-        multi = mask.sum(axis=1) > 1
+        who = f"{self.name}: act"
+        obs = self._decoder.check(observations, who)
+        mask = check_legal_mask(legal_action_mask, obs.shape[0], who)
+        seeds = (uniforms(rng, mask.shape[0], who) * 2.0**53).astype(np.int64) ^ self.seed
+        legal = mask.sum(axis=1)
+        # the only legal action, where one; -1 (no action) for a row with none, as every agent
+        out = np.where(legal > 0, np.argmax(mask, axis=1), -1).astype(np.int64)
+        multi = legal > 1
         phase = np.argmax(obs[:, self._phase_at: self._phase_at + 5], axis=1)
         searched = multi & self.phases[phase]
         rows = np.flatnonzero(searched)
         if rows.size:
-            out[rows] = self._search(obs[rows], mask[rows], seeds[rows], phase[rows])
+            try:
+                out[rows] = self._search(obs[rows], mask[rows], seeds[rows], phase[rows])
+            except _RowError as exc:  # worlds.WorldError: the observation is no live hand of the rules
+                raise WorldError(f"{who}: observation row {int(rows[exc.row])}: {exc.reason}") from None
         rest = np.flatnonzero(multi & ~searched)
         if rest.size:
             out[rest] = np.asarray(self.policy.act(obs[rest], mask[rest],
@@ -299,8 +314,11 @@ class SearchAgent:
         data, masks, actions = [], [], []
         params = None
         for i, c in enumerate(cands):
-            worlds = sample_worlds(self.rules, obs[i], self.k, seed=int(seeds[i]),
-                                   legal_mask=mask[i])
+            try:
+                worlds = sample_worlds(self.rules, obs[i], self.k, seed=int(seeds[i]),
+                                       legal_mask=mask[i])
+            except WorldError as exc:
+                raise _RowError(i, str(exc)) from None
             params = worlds.params
             data.append(np.tile(worlds.data, (c.size, 1)))
             masks.append(np.tile(worlds.legal_action_mask, (c.size, 1)))

@@ -123,7 +123,11 @@ class RandomAgent:
         if not callable(getattr(rng, "random", None)):
             raise ValueError(f"random: act needs rng, a numpy Generator (or RowRandom), got "
                              f"{type(rng).__name__}")
-        return pick_legal(mask, rng.random(mask.shape[0]))
+        u = np.asarray(rng.random(mask.shape[0]), dtype=np.float64)
+        if u.shape != (mask.shape[0],) or not ((u >= 0.0) & (u < 1.0)).all():  # pick_legal reads u[b]
+            raise ValueError(f"random: act: rng.random({mask.shape[0]}) gave shape {u.shape} or values "
+                             "outside [0, 1); expected one uniform per row")
+        return pick_legal(mask, u)
 
 
 def random_act(observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from agents._obs import check_legal_mask, check_observations, uniforms
+
 MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategorical uses the same)
 
 
@@ -27,37 +29,56 @@ class PolicyAgent:
     def __init__(self, policy: Any, deterministic: bool = True) -> None:
         self.policy = policy
         self.deterministic = deterministic
+        self.table = "this policy"  # how input errors name the table (the rules' name when loaded)
 
     def action_probabilities(self, observations: npt.NDArray[np.float32],
                              legal_action_mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.float32]:
         """``(B, A)`` probability of each action under the policy, zero where illegal (for
         ``canasta play --show-policy`` and analysis)."""
+        return self._probabilities(*self._inputs(observations, legal_action_mask, "action_probabilities"))
+
+    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
+            rng: Any) -> npt.NDArray[np.int64]:
+        obs, mask = self._inputs(observations, legal_action_mask, "act")
+        u = None if self.deterministic else uniforms(rng, mask.shape[0], f"{self.name}: act")
+        probs = self._probabilities(obs, mask)
+        if u is None:
+            picked = probs.argmax(axis=1)
+        else:
+            cdf = np.cumsum(probs, axis=1)
+            picked = (cdf <= u[:, None] * cdf[:, -1:]).sum(axis=1)
+            picked = np.minimum(picked, mask.shape[1] - 1)
+            bad = ~mask[np.arange(mask.shape[0]), picked]
+            picked[bad] = probs[bad].argmax(axis=1)
+        picked[~mask.any(axis=1)] = -1  # no legal action: -1, as every agent (argmax said 0)
+        return picked.astype(np.int64)
+
+    def _inputs(self, observations: Any, legal_action_mask: Any, what: str
+                ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.bool_]]:
+        """The checked observations and mask (``agents._obs``): within the bounds of the policy's
+        observation space, read at each call (trainers swap ``policy`` for fresh weights)."""
+        who = f"{self.name}: {what}"
+        space = getattr(self.policy, "observation_space", None)
+        low, high = getattr(space, "low", None), getattr(space, "high", None)
+        if not (isinstance(low, np.ndarray) and isinstance(high, np.ndarray) and low.ndim == 1
+                and low.shape == high.shape):
+            low = high = None  # a policy without a Box space: finite numbers of any width
+        obs = check_observations(observations, who, low, high, self.table)
+        return obs, check_legal_mask(legal_action_mask, obs.shape[0], who)
+
+    def _probabilities(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
+                       ) -> npt.NDArray[np.float32]:
         import torch
 
-        mask = np.asarray(legal_action_mask, dtype=bool)
         device = self.policy.device
         with torch.inference_mode():  # (SB3's distribution objects cost 4x the forward itself)
-            obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=device)
-            logits = masked_logits(self.policy, obs, torch.as_tensor(mask, device=device))
+            logits = masked_logits(self.policy, torch.as_tensor(obs, device=device),
+                                   torch.as_tensor(mask, device=device))
             probs = torch.softmax(logits, dim=1).cpu().numpy()
         if not np.isfinite(probs).all():  # argmax would pick the first legal action in silence
             raise ValueError(f"{self.name}: the network's output is NaN or infinite (weights too large "
                              "for these observations, or a diverged run)")
         return np.where(mask, probs, 0.0)
-
-    def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
-            rng: Any) -> npt.NDArray[np.int64]:
-        mask = np.asarray(legal_action_mask, dtype=bool)
-        probs = self.action_probabilities(observations, mask)
-        if self.deterministic:
-            return probs.argmax(axis=1).astype(np.int64)
-        cdf = np.cumsum(probs, axis=1)
-        u = np.asarray(rng.random(mask.shape[0]))[:, None] * cdf[:, -1:]
-        picked = (cdf <= u).sum(axis=1)
-        picked = np.minimum(picked, mask.shape[1] - 1)
-        bad = ~mask[np.arange(mask.shape[0]), picked]
-        picked[bad] = probs[bad].argmax(axis=1)
-        return picked.astype(np.int64)
 
 
 def load_policy_agent(checkpoint: str, rules: Any, deterministic: bool = True) -> PolicyAgent:
@@ -79,4 +100,5 @@ def load_policy_agent(checkpoint: str, rules: Any, deterministic: bool = True) -
                                     gym.spaces.Discrete(NUM_ACTIONS), optimizer=False)
     agent = PolicyAgent(policy, deterministic=deterministic)
     agent.name = f"policy:{ckpt.path.name}"
+    agent.table = rules.name
     return agent

@@ -118,7 +118,6 @@ from canasta_env.engine.layout import (
     P_PACKS,
     P_RED3_BONUS,
 )
-from canasta_env.policy import check_mask
 from canasta_env.rules import RuleSet
 
 __all__ = ["CFG", "KERNEL_CONFIG", "KERNEL_PARAMS", "KERNEL_PIECES", "PARAM", "PIECE", "HeuristicAgent",
@@ -284,7 +283,6 @@ class HeuristicAgent:
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator | None = None) -> npt.NDArray[np.int64]:
-        g = self.decoder.decode(observations)
-        mask = check_mask(legal_action_mask, g.shape[0], f"{self.name}: act")
+        g, mask = self.decoder.inputs(observations, legal_action_mask, f"{self.name}: act")
         return heuristic_kernel(g, mask, self._off, self.decoder.num_players, self.decoder.num_sides,
                                 self.decoder.num_owners, self._prm, self._cfg)
