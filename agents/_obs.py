@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.layout import (
     P_NOWNERS,
     P_NPLAYERS,
@@ -59,7 +60,7 @@ class ObsDecoder:
         if missing:
             raise ValueError(f"observation layout changed: missing pieces {missing}")
         self.scale = divisors(p)
-        self.low, self.high = bounds(p)
+        self.low, self.high = (np.ascontiguousarray(b, dtype=np.float32) for b in bounds(p))
         self.piece_at = np.repeat([piece.name for piece, _, size in spans(p)],
                                   [size for _, _, size in spans(p)])
         self.offsets = np.array([starts[name] for name in PIECE_ORDER], dtype=np.int64)
@@ -70,8 +71,14 @@ class ObsDecoder:
                                   self.piece_at)
 
     def decode(self, observations: Any, who: str = "agent") -> npt.NDArray[np.int32]:
-        """``(B, D)`` float observations -> ``(B, D)`` int32 counts, sizes, points and flags."""
-        return np.rint(self.check(observations, who) * self.scale).astype(np.int32)
+        """``(B, D)`` float observations -> ``(B, D)`` int32 counts, sizes, points and flags, checked
+        as ``check`` does in the same pass (``decode_within``)."""
+        obs = _as_float32_rows(observations, who, self.obs_dim, self.rules.name)
+        out = np.empty(obs.shape, dtype=np.int32)
+        row = decode_within(obs, self.scale, self.low, self.high, out)
+        if row >= 0:
+            _refuse_row(obs, row, who, self.low, self.high, self.rules.name, self.piece_at)
+        return out
 
     def inputs(self, observations: Any, legal_action_mask: Any, who: str
                ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]]:
@@ -79,6 +86,36 @@ class ObsDecoder:
         ``ValueError`` starting with ``who``."""
         g = self.decode(observations, who)
         return g, check_legal_mask(legal_action_mask, g.shape[0], who)
+
+
+def _as_float32_rows(observations: Any, who: str, width: int | None, table: str) -> npt.NDArray[np.float32]:
+    """``observations`` as a C-contiguous, writeable float32 ``(B, width)`` array (any width for
+    None), or a one-line ``ValueError``: not numbers, another shape (another table's observations, a
+    single row, a transposed batch). An array that already is one passes as it is."""
+    obs = observations
+    if not (type(obs) is np.ndarray and obs.dtype == np.float32 and obs.flags.c_contiguous
+            and obs.flags.writeable):
+        try:
+            obs = np.ascontiguousarray(observations, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{who}: observations are not an array of numbers "
+                             f"({type(observations).__name__}: {one_line(exc, 120)})") from None
+        if not obs.flags.writeable:  # (another numba signature; torch warns of a read-only array)
+            obs = obs.copy()
+    if obs.ndim != 2 or (width is not None and obs.shape[1] != width):
+        raise ValueError(f"{who}: expected observations of shape (B, {width or 'D'}) for {table}, "
+                         f"got {obs.shape}")
+    return obs
+
+
+def _refuse_row(obs: npt.NDArray[np.float32], row: int, who: str, low: npt.NDArray[np.float32],
+                high: npt.NDArray[np.float32], table: str, piece_at: npt.NDArray[np.str_] | None) -> None:
+    """The ``ValueError`` for row ``row`` of ``obs``, which holds an entry outside ``[low, high]``."""
+    col = int(np.flatnonzero(~((obs[row] >= low) & (obs[row] <= high)))[0])
+    piece = f" ({piece_at[col]})" if piece_at is not None else ""
+    within = "finite" if np.isinf(low[col]) and np.isinf(high[col]) else f"[{low[col]:g}, {high[col]:g}]"
+    raise ValueError(f"{who}: observation row {row}, column {col}{piece} is {obs[row, col]}, outside "
+                     f"{within}: not an observation of {table}")
 
 
 def check_observations(observations: Any, who: str, low: npt.NDArray[np.float32] | None,
@@ -90,28 +127,31 @@ def check_observations(observations: Any, who: str, low: npt.NDArray[np.float32]
     shape (another table's observations, a single row, a transposed batch), NaN, an infinity or a
     value out of range (the first one, with its row, column and piece ``piece_at[column]``).
     ``low = high = None``: any width, finite numbers."""
-    try:
-        obs = np.ascontiguousarray(observations, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{who}: observations are not an array of numbers "
-                         f"({type(observations).__name__}: {one_line(exc, 120)})") from None
-    width = "D" if low is None else low.size
-    if obs.ndim != 2 or (low is not None and obs.shape[1] != low.size):
-        raise ValueError(f"{who}: expected observations of shape (B, {width}) for {table}, got {obs.shape}")
-    if not obs.flags.writeable:  # (another numba signature; torch warns of a read-only array)
-        obs = obs.copy()
+    obs = _as_float32_rows(observations, who, None if low is None else low.size, table)
     if low is None or high is None:
         low = np.full(obs.shape[1], -np.inf, dtype=np.float32)
         high = np.full(obs.shape[1], np.inf, dtype=np.float32)
     low, high = np.asarray(low, dtype=np.float32), np.asarray(high, dtype=np.float32)
     row = first_row_outside(obs, low, high)
     if row >= 0:
-        col = int(np.flatnonzero(~((obs[row] >= low) & (obs[row] <= high)))[0])
-        piece = f" ({piece_at[col]})" if piece_at is not None else ""
-        within = "finite" if np.isinf(low[col]) and np.isinf(high[col]) else f"[{low[col]:g}, {high[col]:g}]"
-        raise ValueError(f"{who}: observation row {row}, column {col}{piece} is {obs[row, col]}, outside "
-                         f"{within}: not an observation of {table}")
+        _refuse_row(obs, row, who, low, high, table, piece_at)
     return obs
+
+
+@njit(cache=True, nogil=True)
+def decode_within(obs, scale, low, high, out):
+    """``out = rint(obs * scale)`` as int32, stopping at the first row with an entry outside
+    ``[low, high]`` (NaN included), which it returns; -1 if none. One pass: the check costs nothing
+    beside numpy's three (multiply, round, convert)."""
+    for b in range(obs.shape[0]):
+        ok = True
+        for j in range(obs.shape[1]):  # no branch inside: the loop vectorizes
+            v = obs[b, j]
+            ok &= (v >= low[j]) & (v <= high[j])
+            out[b, j] = np.int32(np.rint(v * scale[j]))  # (a NaN's value is never read: refused)
+        if not ok:
+            return b
+    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -133,6 +173,10 @@ def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.
     one-line ``ValueError`` starting with ``who``: another shape (``canasta_env.policy.check_mask``),
     or entries that are neither booleans nor the numbers 0 and 1 (strings, 2, -1, 0.5, NaN: read as
     booleans, each would make an illegal action legal)."""
+    m = legal_action_mask
+    if (type(m) is np.ndarray and m.dtype == np.bool_ and m.ndim == 2 and m.shape[0] == rows
+            and m.shape[1] == NUM_ACTIONS and m.flags.c_contiguous and m.flags.writeable):
+        return m  # the usual mask, as the engine gives it
     raw = legal_action_mask if isinstance(legal_action_mask, np.ndarray) else None
     if raw is None:
         try:

@@ -2,7 +2,7 @@
 and the seam through which env adapters build agents by name without importing the layer above.
 
 An agent maps a batch of observations and legal-action masks to one action per row:
-``act(observations, legal_action_mask, rng) -> int64 (B,)``.
+``act(observations, legal_action_mask, rng) -> int64 (B,)``, -1 for a row without a legal action.
 """
 
 from __future__ import annotations
@@ -123,10 +123,12 @@ class RandomAgent:
         if not callable(getattr(rng, "random", None)):
             raise ValueError(f"random: act needs rng, a numpy Generator (or RowRandom), got "
                              f"{type(rng).__name__}")
-        u = np.asarray(rng.random(mask.shape[0]), dtype=np.float64)
-        if u.shape != (mask.shape[0],) or not ((u >= 0.0) & (u < 1.0)).all():  # pick_legal reads u[b]
-            raise ValueError(f"random: act: rng.random({mask.shape[0]}) gave shape {u.shape} or values "
-                             "outside [0, 1); expected one uniform per row")
+        u: Any = rng.random(mask.shape[0])
+        if not (type(rng) is np.random.Generator or isinstance(rng, RowRandom)):  # these draw right
+            u = np.asarray(u, dtype=np.float64)
+            if u.shape != (mask.shape[0],) or not ((u >= 0.0) & (u < 1.0)).all():  # pick_legal reads u[b]
+                raise ValueError(f"random: act: rng.random({mask.shape[0]}) gave shape {u.shape} or "
+                                 "values outside [0, 1); expected one uniform per row")
         return pick_legal(mask, u)
 
 
