@@ -83,7 +83,7 @@ def announce(setup: RunSetup, resumed_at: int) -> None:
     else:
         shown = [m for m in args.league if len(m) <= SHOWN_NAME_CHARS]
         long = len(args.league) - len(shown)
-        shown += [f"{long} more in config.json"] if long else []
+        shown += [f"{long} {'more' if shown else 'members'} in config.json"] if long else []
         against = "league " + ", ".join(shown + (["itself"] if args.latest_ratio > 0 else []))
     print(f"canasta: {what} run {setup.run} ({args.rules}, algo {args.algo}, {against}, "
           f"{args.total_timesteps:,} learner steps)", flush=True)
