@@ -118,11 +118,24 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                              epilog=f"example:\n  {EXAMPLES[name]}" if name in EXAMPLES else None,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
         cmd.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+        cmd.add_argument("--version", action=_VersionAction)
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(cmd)
             cmd.set_defaults(_run=module.run)
     return parser
+
+
+def _check_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """An unknown command is refused in one line that suggests the nearest ones (argparse lists all)."""
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if chosen is None or chosen in COMMANDS or any(a != "--debug" for a in argv[:argv.index(chosen)]):
+        return  # no command, a known one, or top-level options that argparse answers first
+    import difflib
+
+    near = difflib.get_close_matches(chosen, COMMANDS, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(near)}?" if near else f"one of: {', '.join(COMMANDS)}"
+    parser.error(f"unknown command {chosen!r}: {hint}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,23 +144,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     A user's mistake (a ``ValueError`` such as ``RulesError``, ``RecordError`` or ``CheckpointError``,
     or an ``OSError`` about a path) ends with one line ``canasta CMD: error: ...`` and status 2, like
     argparse's own errors; other exceptions are bugs and keep their traceback. ``--debug`` or
-    ``CANASTA_DEBUG=1`` shows the traceback of user errors too.
+    ``CANASTA_DEBUG=1`` shows the traceback of user errors too. Ctrl-C, even while the subcommand's
+    modules load, ends with one line and status 130; a reader that closed the pipe (``| head``) ends
+    it quietly, with status 141 as if killed by SIGPIPE.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = " ".join(["canasta", *[a for a in argv if a in COMMANDS][:1]])
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # what is still buffered for stdout would fail again when Python flushes it at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: list[str]) -> int:
+    from train.common.warmup import check_numba_environment
+
+    try:
+        check_numba_environment()  # before any subcommand module imports numba
+    except ValueError as exc:
+        print(f"canasta: error: {exc}", file=sys.stderr)
+        return 2
     parser = build_parser(argv)
+    _check_command(parser, argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
     debug = args.debug or os.environ.get("CANASTA_DEBUG", "") not in ("", "0")
     try:
-        if args.command not in SELF_WARMING:
-            from train.common.warmup import warm_if_cold
+        from train.common.warmup import check_cache_dir, warm_if_cold
 
-            warm_if_cold(args.command)
+        check_cache_dir()
+        warm_if_cold(args.command, self_warming=args.command in SELF_WARMING)
         return int(args._run(args) or 0)
-    except KeyboardInterrupt:
-        return 130
     except ModuleNotFoundError as exc:
         from canasta_env.messages import missing_extra
 
@@ -156,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"canasta {args.command}: error: {advice}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise
     except (ValueError, OSError) as exc:
         if debug:
             raise
@@ -163,7 +200,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"canasta {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
-
 
 if __name__ == "__main__":
     sys.exit(main())

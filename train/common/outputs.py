@@ -16,8 +16,19 @@ def check_output_file(path: str | Path, flag: str) -> Path:
     parent = out.parent if str(out.parent) else Path(".")
     if str(path).strip() == "" or out.is_dir():
         raise ValueError(f"{flag} {short_repr(str(path))}: not a file name")
+    if not out.is_absolute() and not _cwd_exists():
+        raise ValueError(f"{flag} {short_repr(str(path))}: the working folder was deleted; give a full "
+                         "path or change to a folder that exists")
     if not parent.is_dir():
         raise ValueError(f"{flag} {short_repr(str(path))}: no folder {parent} to write it in")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise ValueError(f"{flag} {short_repr(str(path))}: not writable")
     return out
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True

@@ -82,28 +82,81 @@ def _exercise(presets: tuple[str, ...], steps: int) -> None:
         init_from_deals(name, [explicit_deal(name, DealId(0, 0, 0))])
 
 
+# numba's whole-number settings that it reads when imported: a value it cannot parse is dropped with a
+# warning and a traceback (NUMBA_DISABLE_JIT=true leaves the JIT on), NUMBA_NUM_THREADS=0 fails on import.
+_NUMBA_INTEGERS = {"NUMBA_NUM_THREADS": (1, "a whole number of threads, at least 1"),
+                   "NUMBA_DISABLE_JIT": (0, "0 (compile) or 1 (run the kernels as Python)")}
+
+
+def check_numba_environment() -> None:
+    """Before numba is imported: an empty numba setting counts as unset; a malformed one is a
+    ``ValueError`` naming it rather than numba's traceback (or a setting quietly ignored)."""
+    for name, (least, wanted) in _NUMBA_INTEGERS.items():
+        value = os.environ.get(name)
+        if value is not None and not value.strip():
+            del os.environ[name]
+            continue
+        try:
+            ok = value is None or int(value) >= least
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"environment variable {name}={value!r}: numba wants {wanted}; "
+                             "set one or unset it")
+
+
+def jit_disabled() -> bool:
+    """Whether numba runs the kernels as Python (``NUMBA_DISABLE_JIT``, read as numba reads it)."""
+    try:
+        return int(os.environ.get("NUMBA_DISABLE_JIT") or 0) != 0
+    except ValueError:
+        return False
+
+
+def check_cache_dir() -> None:
+    """The kernel cache folder takes files (numba's own test): numba passes over an unusable one
+    quietly and then compiles the kernels again in every run; ``ValueError`` naming it instead."""
+    import tempfile
+
+    import canasta_env.engine  # noqa: F401  (points NUMBA_CACHE_DIR at the engine's cache)
+
+    if jit_disabled():
+        return
+    folder = os.environ["NUMBA_CACHE_DIR"]
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        reason = "a file, not a folder" if os.path.isfile(folder) else exc.strerror or type(exc).__name__
+        raise ValueError(f"kernel cache folder {folder!r} is not usable ({reason}): point NUMBA_CACHE_DIR "
+                         "or CANASTA_CACHE_DIR at a writable folder") from exc
+
+
 def cache_is_cold() -> bool:
     """Whether the engine's kernel cache holds nothing yet (the next engine call compiles), with
     the JIT on."""
     import canasta_env.engine  # noqa: F401  (points NUMBA_CACHE_DIR at the engine's cache)
 
-    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+    if jit_disabled():
         return False
     folder = Path(os.environ["NUMBA_CACHE_DIR"])
     return not folder.is_dir() or not any(folder.rglob("*.nbi"))
 
 
-def warm_if_cold(command: str) -> None:
+def warm_if_cold(command: str, *, self_warming: bool = False) -> None:
     """On a cold cache, say so in one line and compile the kernels under a progress line before
-    ``command`` runs, instead of sitting silent through the compile."""
+    ``command`` runs, instead of sitting silent through the compile; a ``self_warming`` command
+    (bench, which times the compile) only gets the line and compiles as it runs."""
     if not cache_is_cold():
         return
     from rich.console import Console
 
     console = Console(stderr=True)
-    console.print(f"canasta {command}: first run of this engine version: compiling its kernels once "
-                  f"(about half a minute on 2 cores; cached in {os.environ['NUMBA_CACHE_DIR']})",
-                  highlight=False, soft_wrap=True)
+    how = "as it runs (a minute or more" if self_warming else "once (about half a minute"
+    console.print(f"canasta {command}: first run of this engine version: compiling its kernels {how} "
+                  f"on 2 cores; cached in {os.environ['NUMBA_CACHE_DIR']})", highlight=False, soft_wrap=True)
+    if self_warming:
+        return
     seconds = warm(label=f"canasta {command}", console=console)
     console.print(f"canasta {command}: kernels compiled in {seconds:.0f} s", highlight=False)
 
