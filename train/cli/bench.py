@@ -145,6 +145,15 @@ def _table(results: list[BenchResult], with_observe: bool) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``canasta bench``."""
+    try:
+        return _run(args)
+    except MemoryError:  # past the engine's estimate, e.g. under a ulimit: one line, not a traceback
+        sizes = ' '.join(map(str, args.batch or [])) or '(default sizes)'
+        raise ValueError(f"--batch {sizes}: out of memory; use a smaller "
+                         "batch") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     check_seed(args.seed)
     for size in args.batch or []:
         if not 1 <= size <= MAX_BATCH:

@@ -35,7 +35,7 @@ def run(ns: argparse.Namespace) -> int:
         from agents.learned.zoo import zoo_path
 
         source = str(zoo_path(source))
-    if out.exists() and not ns.force:
+    if (out.exists() or out.is_symlink()) and not ns.force:  # a broken link: writing follows it
         raise ValueError(f"{out}: already exists; pass --force to replace it")
     written = export_sb3(source, out) if ns.format == "sb3" else export_onnx(source, out)
     print(f"wrote {written}")

@@ -70,8 +70,9 @@ def export_sb3(source: str, out: str | Path) -> Path:
     from agents.checkpoint import META_FILE, POLICY_FILE, CheckpointError
     from agents.checkpoint.policy_spec import policy_spec
     from canasta_env.envs.sb3_env import CanastaVecEnv
+    from train.common.outputs import check_output_file
 
-    out = check_out(out, sb3=True)
+    out = check_output_file(check_out(out, sb3=True), "OUT")  # SB3 would make a missing folder
     ckpt, policy, rules = _load(source)
     cls, kwargs = policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
     gamma = _stored_gamma(ckpt)
