@@ -101,7 +101,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         from canasta_env.luck import luck_weights
 
         luck = luck_weights(rules)
-    _check_outputs(records, out, ladder, on_ray)
+    _check_outputs(records, out, ladder)
     lock = FolderLock(out, "tournament folder") if out is not None else None
     if lock is not None:
         lock.probe()
@@ -122,6 +122,10 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         from train.evaluation.tournament_report import counted_ratings, ladder_id
 
         counted_ratings(Path(ladder), read_ladder(Path(ladder)), ladder_id(config), labels)
+    if on_ray is not None:  # last: every other argument is checked before a cluster starts
+        from train.evaluation.ray_units import connect
+
+        connect(on_ray)
     all_labels = labels + ([f"partner:{partner_label}"] if partner_label else [])
     units = [(m, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)))
              for m in range(len(plan.matches)) for s in range(0, plan.deals, DEALS_PER_UNIT)]
@@ -148,10 +152,9 @@ class Layout:
     luck: Any = None  # canasta_env.luck.LuckWeights when the luck corrections are kept
 
 
-def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | None,
-                   on_ray: str | None) -> None:
-    """Refuse, before any game, an output folder that is a file, records without one, a bad
-    ladder file or an unreachable Ray cluster."""
+def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | None) -> None:
+    """Refuse, before any game, an output folder that is a file, records without one or a bad
+    ladder file."""
     if records and out is None:
         raise ValueError("records are written into the output folder: give --out")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
@@ -169,10 +172,6 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
 
         read_ladder(Path(ladder))
         check_output_file(ladder, "--ladder")  # its folder: written after every game
-    if on_ray is not None:
-        from train.evaluation.ray_units import connect
-
-        connect(on_ray)
 
 
 def _partner(partners: Any, rules: RuleSet) -> tuple[str, Any]:

@@ -51,12 +51,8 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
     opponent: Any = None if selfplay else _agent("opponent", args.opponent, rules)
     for name in args.eval_opponents:  # refused now rather than at the first evaluation
         _agent("eval_opponents", name, rules)
-    if args.ray is not None:
-        if not lean(args):
-            raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
-        from train.learning.ray_rollouts import connect_for
-
-        connect_for(args)  # an unreachable or too small cluster is refused before anything is written
+    if args.ray is not None and not lean(args):
+        raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
     _check_league(args, selfplay)
     for name in args.exploiter_also:
         _agent("exploiter_also", name, rules)
@@ -71,6 +67,10 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
         if len(load_deal_set(args.eval_deal_set, rules)) < args.eval_deals:
             raise ValueError(f"eval_deal_set {args.eval_deal_set!r} holds fewer than eval_deals = "
                              f"{args.eval_deals} deals")
+    if args.ray is not None:  # last: every other option is checked before a cluster starts
+        from train.learning.ray_rollouts import connect_for
+
+        connect_for(args)  # an unreachable or too small cluster is refused before anything is written
     pool = None
     if selfplay:
         from agents.learned.policy import PolicyAgent
