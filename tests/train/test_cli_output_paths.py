@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,31 @@ def test_bench_small_vec_batch_still_measures(cli_here: Cli, capsys: pytest.Capt
     status, err = cli_here("bench", "--api", "vec", "--batch", "2", "--rules", "classic_2p", "--seconds",
                            "0.05", "--json")
     assert status == 0, err
+
+
+def test_a_refused_start_leaves_no_run_folder_behind(tmp_path: Path, cli_here: Any) -> None:
+    new = tmp_path / "new" / "run"
+    status, err = cli_here("league", "--rules", "classic_2p", "--league", "nosuch", "--run-dir", str(new),
+                           "--total-timesteps", "256")
+    assert status == 2 and "nosuch" in err
+    assert not (tmp_path / "new").exists()  # before: new/run holding only its .lock
+    status, _ = cli_here("exploit", "random", "--rules", "classic_2p", "--init-from", "zoo:classic_4p",
+                         "--run-dir", str(new), "--budget", "256")
+    assert status == 2 and not (tmp_path / "new").exists()
+    mine = tmp_path / "mine"  # the twin: a folder that was there before stays, and what is in it
+    mine.mkdir()
+    (mine / "notes.txt").write_text("kept")
+    status, _ = cli_here("league", "--rules", "classic_2p", "--league", "nosuch", "--run-dir", str(mine),
+                         "--total-timesteps", "256")
+    assert status == 2 and (mine / "notes.txt").read_text() == "kept"
+
+
+def test_exploit_names_its_own_flags_for_its_run_dir(tmp_path: Path, cli_here: Any) -> None:
+    status, err = cli_here("exploit", "random", "--rules", "classic_2p", "--run-dir", "", "--budget", "256")
+    assert status == 2 and "--run-dir '': not a folder name" in err  # before: the default folder, silently
+    run = tmp_path / "held"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    status, err = cli_here("exploit", "random", "--rules", "classic_2p", "--run-dir", str(run),
+                           "--budget", "256")
+    assert status == 2 and "already holds a run; give --overwrite" in err and "--resume" not in err

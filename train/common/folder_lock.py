@@ -26,6 +26,7 @@ class FolderLock:
     def __init__(self, folder: str | os.PathLike[str], what: str = "folder") -> None:
         self.folder, self.what = Path(folder), what
         self._fd: int | None = None
+        self._made: list[Path] = []  # folders acquire() created, deepest first
 
     @property
     def path(self) -> Path:
@@ -46,6 +47,7 @@ class FolderLock:
 
     def acquire(self) -> FolderLock:
         """Create the folder and its lock file if needed, take the lock and write our PID."""
+        self._made = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if not _try_lock(fd):
@@ -77,7 +79,21 @@ class FolderLock:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if kind is not None and self._made and self._fd is not None:
+            self._remove_if_unused()
         self.release()
+
+    def _remove_if_unused(self) -> None:
+        """After a failed start: the folders ``acquire`` created, if they hold nothing but the lock
+        (a refused run leaves no empty run folder behind). Anything written there stays."""
+        try:
+            if [p.name for p in self.folder.iterdir()] != [LOCK_FILE]:
+                return
+            self.path.unlink()
+            for folder in self._made:
+                folder.rmdir()
+        except OSError:  # another process's files appeared meanwhile: leave them
+            pass
 
 
 if os.name == "nt":  # pragma: no cover - exercised on Windows only
