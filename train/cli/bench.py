@@ -148,9 +148,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except MemoryError:  # past the engine's estimate, e.g. under a ulimit: one line, not a traceback
-        sizes = ' '.join(map(str, args.batch or [])) or '(default sizes)'
-        raise ValueError(f"--batch {sizes}: out of memory; use a smaller "
-                         "batch") from None
+        sizes = " ".join(map(str, args.batch or [])) or "(default sizes)"
+        raise ValueError(f"--batch {sizes}: out of memory; use a smaller batch") from None
 
 
 def _run(args: argparse.Namespace) -> int:
