@@ -144,7 +144,9 @@ def checked_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt
     ``ValueError`` naming the agent (``name``) for anything else, an exception from ``act`` included."""
     try:
         got = agent.act(obs, mask, rng)
-    except Exception as exc:  # any agent's code, the user's included: one line naming it
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any agent's code, the user's included (sys.exit too): one line
         raise ValueError(f"agent {name}: act() raised {type(exc).__name__}: {one_line(exc)}") from exc
     return check_actions(got, mask.shape[0], f"agent {name}: act()")
 

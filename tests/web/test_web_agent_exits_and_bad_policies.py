@@ -73,7 +73,7 @@ def test_an_agent_raising_past_exception_stops_its_game_with_a_502_naming_it(mak
     assert r.status_code == 502 and r.headers["content-type"] == "application/json", (r.status_code, r.text)
     body = r.json()
     assert body["agent_failed"] is True and "server failed" not in body["error"]
-    assert f"agent 'odd' (seat 0): raised {type(exc).__name__}" in body["error"]
+    assert f"agent 'odd' (seat 0): act() raised {type(exc).__name__}" in body["error"]
     assert client.get(f"/api/games/{body['id']}").json() == body  # the game says why, not 404
     agent.exc = None  # the twin: the same agent playing, and the server played on
     assert client.post("/api/games", json={"seat": 1, "seed": 3}).status_code == 201

@@ -140,11 +140,25 @@ def agent_move(agent: Any, label: str, seat: int | None, observations: np.ndarra
     return action
 
 
-def top_moves(agent: Any, observations: np.ndarray, mask: np.ndarray, k: int = 3) -> list[tuple[int, float]]:
-    """The ``k`` most probable legal moves of a learned policy with their probabilities."""
-    probs = np.asarray(agent.action_probabilities(observations, mask))[0]
+def top_moves(agent: Any, observations: np.ndarray, mask: np.ndarray, k: int = 3,
+              label: str = "adviser") -> list[tuple[int, float]]:
+    """The ``k`` most probable legal moves of a learned policy with their probabilities;
+    ``AgentError`` naming ``label`` when ``action_probabilities`` raises (``sys.exit`` too) or gives
+    other than probabilities (NaN, which JSON has not, or above 1)."""
+    try:
+        probs = np.asarray(agent.action_probabilities(observations, mask))[0]
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise AgentError(f"agent {short_repr(label)}: action_probabilities() raised {type(exc).__name__}: "
+                         f"{printable(one_line(exc), 400)}") from None
     order = np.argsort(-probs, kind="stable")[:k]
-    return [(int(a), float(probs[a])) for a in order if mask[0, a]]
+    choices = [(int(a), float(probs[a])) for a in order if mask[0, a]]
+    bad = [p for _, p in choices if not 0 <= p <= 1]
+    if bad:
+        raise AgentError(f"agent {short_repr(label)}: action_probabilities() gave {short_repr(bad[0])}, "
+                         "not a probability in [0, 1]")
+    return choices
 
 
 def top_choices(agent: Any, observations: np.ndarray, mask: np.ndarray, rng: np.random.Generator, *,
@@ -154,7 +168,8 @@ def top_choices(agent: Any, observations: np.ndarray, mask: np.ndarray, rng: np.
     pick without a probability (``pick`` when it has chosen already, else what it plays now,
     checked by ``agent_move``: ``AgentError`` naming ``label``)."""
     if is_learned(agent):
-        choices: list[tuple[int, float | None]] = [(a, p) for a, p in top_moves(agent, observations, mask, k)]
+        choices: list[tuple[int, float | None]] = [(a, p) for a, p in top_moves(agent, observations, mask, k,
+                                                                                  label)]
         return choices
     if pick is None:
         pick = agent_move(agent, label, None, observations, mask, rng)

@@ -185,7 +185,7 @@ class PlaySession:
             return ""
         from canasta_env.engine import ACTION_NAMES
 
-        moves = top_moves(seat.agent, obs, self.state.legal_action_mask)
+        moves = top_moves(seat.agent, obs, self.state.legal_action_mask, label=seat.label)
         return f"{seat.label} would play: " + ", ".join(
             f"{ACTION_NAMES[a]} {p:.2f}" for a, p in moves)
 
@@ -199,7 +199,8 @@ class PlaySession:
         line = f"P{seat} {self.labels[seat]}: {describe(action)}"
         if self.show_policy and is_learned(agent):
             line += "   [top moves: " + ", ".join(f"{ACTION_NAMES[a]} {p:.2f}"
-                                                 for a, p in top_moves(agent, obs, mask)) + "]"
+                                                 for a, p in top_moves(agent, obs, mask,
+                                                                       label=self.labels[seat])) + "]"
         self.log.append(line)
         return action
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,27 +70,8 @@ def hint_entry(agent: Any, obs: np.ndarray, mask: np.ndarray, pick: int | None,
     ``AgentError`` naming ``label`` when it fails)."""
     from canasta_env.engine import ACTION_NAMES
 
-    choices = agent_call(label, None, top_choices, agent, obs, mask, rng, pick=pick, k=TOP_K, label=label)
-    bad = [p for _, p in choices if p is not None and not 0 <= p <= 1]  # NaN too: JSON has no NaN
-    if bad:
-        raise AgentError(f"agent {shown(label)}: action_probabilities() gave {shown(bad[0])}, not a "
-                         "probability in [0, 1]")
+    choices = top_choices(agent, obs, mask, rng, pick=pick, k=TOP_K, label=label)
     return [[ACTION_NAMES[a], None if p is None else round(p, 4)] for a, p in choices]
-
-
-def agent_call(label: str, seat: int | None, call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """``call(*args, **kwargs)``, an agent's move or top choices; whatever the agent's code raises is an
-    ``AgentError`` naming it: ``agent_move`` turns an ``Exception`` into one, but ``SystemExit``
-    (an agent that calls ``sys.exit``) or a ``CancelledError`` got by as a 500 and the game lost
-    (under the test client, the event loop stopped). Ctrl-C is left to stop the program."""
-    try:
-        return call(*args, **kwargs)
-    except (AgentError, KeyboardInterrupt):
-        raise
-    except BaseException as exc:
-        where = "" if seat is None else f" (seat {seat})"
-        raise AgentError(f"agent {shown(label)}{where}: raised {type(exc).__name__}: "
-                         f"{one_line(exc, MAX_FAILURE // 2)}") from None
 
 
 class Game:
@@ -184,8 +165,7 @@ class Game:
             obs = observe(self.state, [seat])
             mask = self.state.legal_action_mask.copy()
             try:
-                action = agent_call(self.labels[seat], seat, agent_move, agent, self.labels[seat], seat, obs,
-                                    mask, self.rng)
+                action = agent_move(agent, self.labels[seat], seat, obs, mask, self.rng)
             except AgentError as exc:
                 self.failure = one_line(exc, MAX_FAILURE)
                 raise
