@@ -10,10 +10,10 @@ piece's start in the order of ``PIECE_ORDER`` so that compiled kernels receive i
 The agents' shared input checks live here too, so that every agent refuses the same bad input in
 the same one line: ``check_observations`` (a ``(B, D)`` batch of numbers within the layout's
 bounds: NaN, infinities, another table's observations and a transposed batch are refused),
-``check_legal_mask`` (``(B, NUM_ACTIONS)`` of booleans or 0/1 numbers) and ``uniforms`` (one
-uniform in [0, 1) per row from the rng). Each is one cheap vectorized pass over the batch, and
-hands the kernels C-contiguous, writeable arrays (a read-only or Fortran-ordered one would make
-numba compile another specialization, 10 s, on the hot path).
+``check_legal_mask`` (``(B, NUM_ACTIONS)`` of booleans or 0/1 numbers); an rng's draws are
+checked by ``canasta_env.policy.uniforms``, which the random agent uses too. Each is one cheap
+vectorized pass over the batch, and hands the kernels C-contiguous, writeable arrays (a read-only
+or Fortran-ordered one would make numba compile another specialization, 10 s, on the hot path).
 """
 
 from __future__ import annotations
@@ -201,22 +201,3 @@ def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.
             raise ValueError(f"{who}: legal_action_mask row {row}, action {col} is {raw[row, col]}; "
                              "expected booleans (or the numbers 0 and 1)")
     return mask if mask.flags.writeable else mask.copy()
-
-
-def uniforms(rng: Any, rows: int, who: str) -> npt.NDArray[np.float64]:
-    """One uniform in [0, 1) per row, drawn with ``rng.random(rows)`` (a numpy ``Generator``,
-    ``RandomState`` or ``RowRandom``), or a one-line ``ValueError`` starting with ``who``."""
-    if not callable(getattr(rng, "random", None)):
-        raise ValueError(f"{who} needs rng, a numpy Generator (or RowRandom), got {type(rng).__name__}")
-    drawn = rng.random(rows)
-    try:
-        u = np.asarray(drawn, dtype=np.float64)
-    except (TypeError, ValueError):
-        u = np.full(1, np.nan)
-    if u.shape != (rows,):
-        raise ValueError(f"{who}: rng.random({rows}) gave {type(drawn).__name__} of shape {u.shape}; "
-                         f"expected one uniform per row, shape ({rows},)")
-    inside = (u >= 0.0) & (u < 1.0)  # False for NaN
-    if not inside.all():
-        raise ValueError(f"{who}: rng.random({rows}) gave {u[~inside][0]}, not a uniform in [0, 1)")
-    return u

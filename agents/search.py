@@ -43,14 +43,14 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from agents._obs import PIECE_ORDER, ObsDecoder, check_legal_mask, uniforms
+from agents._obs import PIECE_ORDER, ObsDecoder, check_legal_mask
 from canasta_env.engine import State
 from canasta_env.engine.actions import ASK_PARTNER, DISCARD, DRAW_STOCK, MELD_NNN, TAKE_PILE_PAIR
 from canasta_env.engine.core import _observe_unchecked, _step_unchecked
 from canasta_env.engine.layout import NUM_PARAMS, O_HSCORE, P_NSIDES
 from canasta_env.engine.score import score_hand
 from canasta_env.messages import short_repr
-from canasta_env.policy import Agent
+from canasta_env.policy import Agent, uniforms
 from canasta_env.rules import RuleSet, load_rules
 from canasta_env.worlds import WorldError, sample_worlds
 

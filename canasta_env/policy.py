@@ -111,6 +111,28 @@ def check_mask(legal_action_mask: npt.ArrayLike, rows: int | None, who: str) -> 
     return mask
 
 
+def uniforms(rng: Any, rows: int, who: str) -> npt.NDArray[np.float64]:
+    """One uniform in [0, 1) per row, drawn with ``rng.random(rows)`` (a numpy ``Generator``,
+    ``RandomState`` or ``RowRandom``), or a one-line ``ValueError`` starting with ``who``. A
+    ``Generator``'s or ``RowRandom``'s draws are taken as they come (they cannot be otherwise)."""
+    if not callable(getattr(rng, "random", None)):
+        raise ValueError(f"{who} needs rng, a numpy Generator (or RowRandom), got {type(rng).__name__}")
+    drawn = rng.random(rows)
+    if type(rng) is np.random.Generator or isinstance(rng, RowRandom):
+        return drawn  # type: ignore[no-any-return]
+    try:
+        u = np.asarray(drawn, dtype=np.float64)
+    except (TypeError, ValueError):
+        u = np.full(1, np.nan)
+    if u.shape != (rows,):
+        raise ValueError(f"{who}: rng.random({rows}) gave shape {u.shape}; expected one uniform per row, "
+                         f"shape ({rows},)")
+    inside = (u >= 0.0) & (u < 1.0)  # False for NaN
+    if not inside.all():
+        raise ValueError(f"{who}: rng.random({rows}) gave {u[~inside][0]}, not a uniform in [0, 1)")
+    return u
+
+
 class RandomAgent:
     """Uniform over legal actions: one uniform draw per row from ``rng``."""
 
@@ -120,16 +142,7 @@ class RandomAgent:
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]:
         mask = check_mask(legal_action_mask, None, "random: act")
-        if not callable(getattr(rng, "random", None)):
-            raise ValueError(f"random: act needs rng, a numpy Generator (or RowRandom), got "
-                             f"{type(rng).__name__}")
-        u: Any = rng.random(mask.shape[0])
-        if not (type(rng) is np.random.Generator or isinstance(rng, RowRandom)):  # these draw right
-            u = np.asarray(u, dtype=np.float64)
-            if u.shape != (mask.shape[0],) or not ((u >= 0.0) & (u < 1.0)).all():  # pick_legal reads u[b]
-                raise ValueError(f"random: act: rng.random({mask.shape[0]}) gave shape {u.shape} or "
-                                 "values outside [0, 1); expected one uniform per row")
-        return pick_legal(mask, u)
+        return pick_legal(mask, uniforms(rng, mask.shape[0], "random: act"))  # (it reads u[b])
 
 
 def random_act(observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agents._obs import check_legal_mask, check_observations, uniforms
+from agents._obs import check_legal_mask, check_observations
+from canasta_env.policy import uniforms
 
 MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategorical uses the same)
 

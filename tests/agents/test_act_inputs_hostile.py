@@ -164,11 +164,12 @@ def test_rows_without_a_legal_action_get_minus_one_from_every_agent(learned: dic
         assert empty.shape == (0,) and empty.dtype == np.int64, name
 
 
-@pytest.mark.parametrize("name", [SMALL_SEARCH, "sampled:zoo:classic_2p"])
+@pytest.mark.parametrize("name", ["random", SMALL_SEARCH, "sampled:zoo:classic_2p"])
 def test_agents_that_draw_need_an_rng_that_draws_one_uniform_per_row(name: str) -> None:
     """Search and the sampled policy raised AttributeError ("'NoneType' object has no attribute
     'random'") for rng=None or an int seed, and IndexError or a broadcast error for an rng
-    whose random(B) gives another number of values."""
+    whose random(B) gives another number of values; the random agent's kernel read past a short
+    draw (garbage actions, no error)."""
     if name.startswith("sampled"):
         pytest.importorskip("torch")
     agent = make_agent(name, "classic_2p")
@@ -191,25 +192,6 @@ def test_agents_that_draw_need_an_rng_that_draws_one_uniform_per_row(name: str) 
         assert _legal(agent.act(obs, mask, rng), mask)
     first = agent.act(obs, mask, np.random.default_rng(11))
     assert np.array_equal(first, agent.act(obs, mask, np.random.default_rng(11)))
-
-
-def test_the_random_agent_needs_one_uniform_per_row_too() -> None:
-    """An rng whose random(B) gave fewer values made pick_legal read past the array: garbage
-    actions, no error."""
-    obs, mask = _position()
-
-    class Short:
-        def random(self, size: int) -> np.ndarray:
-            return np.full(2, 0.5)
-
-    class Outside:
-        def random(self, size: int) -> np.ndarray:
-            return np.full(size, -0.5)
-
-    for rng in (Short(), Outside()):
-        _refused(r"rng.random\(6\) gave shape .* expected one uniform per row", RandomAgent().act, obs, mask,
-                 rng)
-    assert _legal(RandomAgent().act(obs, mask, np.random.default_rng(3)), mask)  # the twin
 
 
 def test_search_names_the_row_whose_observation_is_no_live_hand() -> None:
