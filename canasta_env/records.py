@@ -59,11 +59,14 @@ from canasta_env.engine.layout import (
     F_DEAL_INDEX,
     F_DEAL_ROW,
     F_DEALER,
+    F_GAME_RESULT,
     F_HAND_NO,
     F_SEED_HI,
     F_SEED_LO,
+    F_TRUNC,
     P_EPISODE_GAME,
     PART_NAMES,
+    pack_params,
 )
 from canasta_env.messages import short_repr
 from canasta_env.rules import RulesError, RuleSet, load_rules
@@ -508,23 +511,22 @@ def check_outcome(record: HandRecord, state: State) -> None:
     if over and end != "step_cap":
         found.update(hand_scores=state.hand_scores[0].tolist(), score_parts=state.score_parts[0].tolist())
         if record.episode == "game":
-            found["game_result"] = _game_result(state.rules, scores, record.hand_number)
+            found["game_result"] = _game_result(state)
     diff = [f"{k}: replayed {v!r}, recorded {getattr(record, k)!r}" for k, v in found.items()
             if v != getattr(record, k)]
     if diff:
         raise RecordError(f"{record.describe()}: replay differs from the record: {'; '.join(diff)}")
 
 
-def _game_result(rules: RuleSet, scores: list[int], hand_number: int) -> int | None:
-    """How a game went on after a scored hand (the engine's ``score.game_decision``, C33): the
-    winning side, -1 a draw, -2 cut short by ``max_hands``, None when another hand is dealt."""
-    best = max(scores)
-    if best >= rules.target_score:
-        if scores.count(best) == 1:
-            return scores.index(best)
-        if rules.tie_rule == "draw":
-            return -1
-    return -2 if hand_number + 1 >= rules.max_hands else None
+def _game_result(state: State) -> int | None:
+    """How the game goes on after the replayed hand, decided by the engine's own rule (C33) on a
+    copy of its row under the game-episode parameters: the winning side, -1 a draw, -2 cut short
+    by ``max_hands``, None when another hand is dealt."""
+    from canasta_env.engine.score import game_decision
+
+    row = state.data[0].copy()
+    row[F_GAME_RESULT], row[F_TRUNC] = -2, 0  # (the replay ran as a one-hand episode)
+    return int(row[F_GAME_RESULT]) if game_decision(row, pack_params(state.rules, "game")) else None
 
 
 # ---- recording a batch -------------------------------------------------------------------------
