@@ -136,6 +136,15 @@ def test_empty_run_dir_and_out_are_refused(tiny: Path, tiny_run: Path, tmp_path:
     assert os.listdir(here) == []
 
 
+def test_import_into_a_run_is_refused_without_offering_resume(tiny: Path, tiny_run: Path,
+                                                               cli_here: Cli) -> None:
+    before = sorted(p.name for p in tiny_run.rglob("*"))
+    status, err = cli_here("import", str(tiny), str(tiny_run), "--rules", "classic_2p", "--trust")
+    assert status == 2 and "already holds a run" in err and "choose another folder" in err
+    assert "--resume" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tiny_run.rglob("*")) == before
+
+
 def test_onnx_export_into_a_missing_folder_is_refused_before_the_load(
         tiny_run: Path, tmp_path: Path, cli_here: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_load(*args: Any) -> None:

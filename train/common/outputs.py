@@ -14,8 +14,10 @@ def check_output_file(path: str | Path, flag: str) -> Path:
     folder itself; ``ValueError`` naming ``flag`` otherwise."""
     out = Path(path)
     parent = out.parent if str(out.parent) else Path(".")
-    if str(path).strip() == "" or out.is_dir():
+    if str(path).strip() == "":
         raise ValueError(f"{flag} {short_repr(str(path))}: not a file name")
+    if out.is_dir():
+        raise ValueError(f"{flag} {short_repr(str(path))}: is a folder; name the file to write")
     if not out.is_absolute() and not _cwd_exists():
         raise ValueError(f"{flag} {short_repr(str(path))}: the working folder was deleted; give a full "
                          "path or change to a folder that exists")

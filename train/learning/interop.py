@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from canasta_env.messages import one_line, short_repr
+from train.common.outputs import check_output_file
 
 FORMATS = ("sb3", "onnx")
 
@@ -35,14 +36,15 @@ def _load(source: str) -> tuple[Any, Any, Any]:
 
 
 def check_out(out: str | Path, what: str = "OUT", *, folder: bool = False, sb3: bool = False) -> Path:
-    """``out`` as a path to write (a file, or a ``folder``; with ``sb3``, the zip SB3 writes),
-    refusing an empty or blank name: it would mean the current folder."""
+    """``out`` as a path to write: a ``folder`` (any name but a blank one, which would mean the
+    current folder), or a file ``check_output_file`` accepts (with ``sb3``, the zip SB3 writes)."""
+    if folder:
+        if not str(out).strip():
+            raise ValueError(f"{what} {short_repr(str(out))}: not a folder name")
+        return Path(out)
     if not str(out).strip():
-        raise ValueError(f"{what} {short_repr(str(out))}: not a {'folder' if folder else 'file'} name")
-    path = sb3_path(Path(out)) if sb3 else Path(out)
-    if not folder and path.is_dir():
-        raise ValueError(f"{what} {path}: is a folder; name the file to write")
-    return path
+        raise ValueError(f"{what} {short_repr(str(out))}: not a file name")
+    return check_output_file(sb3_path(Path(out)) if sb3 else out, what)
 
 
 def _stored_gamma(ckpt: Any) -> float:
@@ -70,9 +72,7 @@ def export_sb3(source: str, out: str | Path) -> Path:
     from agents.checkpoint import META_FILE, POLICY_FILE, CheckpointError
     from agents.checkpoint.policy_spec import policy_spec
     from canasta_env.envs.sb3_env import CanastaVecEnv
-    from train.common.outputs import check_output_file
-
-    out = check_output_file(check_out(out, sb3=True), "OUT")  # SB3 would make a missing folder
+    out = check_out(out, sb3=True)  # SB3 would make a missing folder
     ckpt, policy, rules = _load(source)
     cls, kwargs = policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
     gamma = _stored_gamma(ckpt)
@@ -123,9 +123,7 @@ def export_onnx(source: str, out: str | Path) -> Path:
     a dynamic batch axis."""
     import torch
 
-    from train.common.outputs import check_output_file
-
-    out = check_output_file(check_out(out), "OUT")  # before the load: the exporter makes no folder
+    out = check_out(out)  # before the load: the exporter makes no folder
     _, policy, _ = _load(source)
     module = _masked_logits(policy)
     dim = int(policy.observation_space.shape[0])
@@ -161,9 +159,12 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
 
     from agents.checkpoint import build_meta, checkpoint_name, current_layout, rng_state, save_checkpoint
     from canasta_env.rules import load_rules
-    from train.common.run_dir import open_run, write_config
+    from train.common.run_dir import holds_run, open_run, write_config
 
     run = check_out(run_dir, "RUN_DIR", folder=True)
+    if holds_run(run):  # open_run's own message offers --resume, which import has not
+        raise ValueError(f"RUN_DIR {run}: already holds a run; import writes a new run: choose another "
+                         "folder")
     if not trust:
         raise ValueError(f"{zip_path}: an SB3 zip holds Python pickles, and loading one runs the code "
                          "inside it; pass --trust if you trust where it came from")
