@@ -263,7 +263,10 @@ def _parse(data: Any) -> HandRecord:
         ruleset = load_rules(rules)
     except RulesError as exc:
         raise RecordError(f"rules: {exc}") from None
-    _get(data, "preset", str, optional=True)
+    preset = _get(data, "preset", str, optional=True)
+    if preset is not None and preset != str(rules.get("name", "?")):
+        raise RecordError(f"key 'preset': {short_repr(preset)} is not the rules' name "
+                          f"{short_repr(rules.get('name', '?'))}")
     end = _get(data, "end", str)
     deal, deal_id = _deal(data)
     parts = _get(data, "score_parts", list, optional=True)

@@ -127,7 +127,7 @@ def test_python_built_records_with_partial_rules_are_refused_too(game: list[dict
 
 def test_a_rule_this_hand_never_used_may_differ(game: list[dict[str, Any]]) -> None:
     """The twin: a complete rule set replays as written, even one the hand cannot tell apart."""
-    _load(_rules(game[0], wild_canasta_bonus=1234, name="house rules"))
+    _load(_with(_rules(game[0], wild_canasta_bonus=1234, name="house rules"), preset="house rules"))
 
 
 @pytest.mark.parametrize(("which", "edit", "match"), [
@@ -193,3 +193,10 @@ def test_appending_to_a_whole_file_adds_no_blank_line(game: list[dict[str, Any]]
     records = [HandRecord.from_json(copy.deepcopy(data)) for data in game[:2]]
     assert write_records(path, records[:1]) == 1 and write_records(path, records[1:]) == 1
     assert path.read_text().count("\n") == 2 and list(iter_records(path)) == records
+
+
+def test_a_preset_that_is_not_the_rules_name_is_refused(game: list[dict[str, Any]]) -> None:
+    with pytest.raises(RecordError, match=r"key 'preset': 'classic_4p' is not the rules' name 'classic_2p'"):
+        _load(_with(game[0], preset="classic_4p"))
+    assert _load(_with(game[0], preset="classic_2p")).preset == "classic_2p"
+    assert _load(_with(game[0], preset=KeyError)).preset == "classic_2p"  # the key is optional
