@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from canasta_env.engine import DealId, ExplicitDeal, explicit_deal
 from canasta_env.engine.cards import NUM_KINDS
+from canasta_env.engine.core import check_batch_size, check_int
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet, load_rules, preset_names
 
@@ -45,14 +46,22 @@ class DealSet:
         return int(self.orders.shape[0])
 
     def deal(self, i: int) -> ExplicitDeal:
+        """Deal ``i``, an integer in ``[0, len)``: ``ValueError`` otherwise (-1 is not wrapped to
+        the last deal, nor 1.5 truncated to deal 1: either would play other deals silently)."""
+        i = check_int(i, "deal index", f"deal set {self.name}")
+        if not 0 <= i < len(self):
+            raise ValueError(f"deal set {self.name}: deal index {short_repr(i)} is out of range for "
+                             f"its {len(self)} deals")
         return ExplicitDeal(self.orders[i], int(self.dealers[i]))
 
     def deals(self, indices: npt.ArrayLike) -> list[ExplicitDeal]:
-        return [self.deal(int(i)) for i in np.asarray(indices).ravel()]
+        """The deals of ``indices`` (integers, each as ``deal`` takes it)."""
+        return [self.deal(i) for i in np.asarray(indices, dtype=object).ravel()]
 
     def first(self, count: int, what: str = "deals") -> list[ExplicitDeal]:
-        """Its first ``count`` deals; a count below 1 or beyond the set is a ``ValueError`` that
-        names ``what`` asked for it (a flag, an option)."""
+        """Its first ``count`` deals; a count that is not an integer, below 1 or beyond the set
+        is a ``ValueError`` that names ``what`` asked for it (a flag, an option)."""
+        count = check_int(count, "count", what)
         if count < 1:
             raise ValueError(f"{what} {count} must be at least 1")
         if count > len(self):
@@ -73,12 +82,18 @@ def _digest(orders: npt.NDArray[np.int8], dealers: npt.NDArray[np.int8]) -> str:
 
 
 def make_deal_set(rules: RuleSet | str, count: int, seed: int, version: str = "v1") -> DealSet:
-    """``count`` deals written out from ``DealId(seed, i, 0)``."""
+    """``count`` deals written out from ``DealId(seed, i, 0)``; ``ValueError`` at once for a
+    count that is not an integer >= 1 or a version that would not name a loadable set."""
     rules = load_rules(rules)
+    count = check_batch_size(count, "make_deal_set", "count")
+    name = f"{rules.name}-{version}"
+    if not isinstance(version, str) or not version or len(name) > MAX_NAME_CHARS or not name.isprintable():
+        raise ValueError(f"make_deal_set: version {short_repr(version)} is not a printable name that "
+                         f"keeps the set's name {MAX_NAME_CHARS} characters or less")
     deals = [explicit_deal(rules, DealId(seed, i, 0)) for i in range(count)]
     orders = np.stack([d.order for d in deals]).astype(np.int8)
     dealers = np.array([d.dealer for d in deals], dtype=np.int8)
-    return DealSet(f"{rules.name}-{version}", rules.name, version, orders, dealers,
+    return DealSet(name, rules.name, version, orders, dealers,
                    _digest(orders, dealers))
 
 

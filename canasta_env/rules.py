@@ -255,14 +255,15 @@ def _validate(r: RuleSet, source: str) -> None:
            source, "name", r.name, f"expected a non-empty printable string of at most "
            f"{MAX_NAME_CHARS} characters")
     for key, choices in CHOICES.items():
-        v = getattr(r, key)
-        _check(v in choices, source, key, v, f"expected one of {', '.join(choices)}")
+        v = getattr(r, key)  # a string first: ``array in choices`` raises, naming no option
+        _check(isinstance(v, str) and v in choices, source, key, v, f"expected one of {', '.join(choices)}")
     for key, supported in SUPPORTED.items():
         v = getattr(r, key)
         _check(v in supported, source, key, v,
                f"not implemented yet; supported: {', '.join(map(str, supported))}")
     go = r.go_out_requires
-    _check(go is None or go == "each_kind" or _is_int(go, 0, 4), source, "go_out_requires", go,
+    _check(go is None or isinstance(go, str) and go == "each_kind" or _is_int(go, 0, 4), source,
+           "go_out_requires", go,
            "expected null, an integer in [0, 4] or each_kind")
     four = r.canasta_kinds == "four"
     _check(four == (r.max_meld_size is not None), source, "canasta_kinds", r.canasta_kinds,

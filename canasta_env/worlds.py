@@ -78,7 +78,15 @@ from canasta_env.engine.cards import (
     TWO,
     WILD_SLOT,
 )
-from canasta_env.engine.core import _new_state
+from canasta_env.engine.core import (
+    CorruptStateError,
+    _new_state,
+    batch_bytes,
+    check_batch_size,
+    check_int,
+    check_memory,
+    check_seed,
+)
 from canasta_env.engine.deal import CREDIT_ALL, minimum_for
 from canasta_env.engine.layout import (
     F_ASKER,
@@ -130,7 +138,7 @@ from canasta_env.engine.layout import (
     TF_TOOK,
     deck_counts,
 )
-from canasta_env.engine.observation import NUM_TURN_FLAGS, obs_dim, views
+from canasta_env.engine.observation import NUM_TURN_FLAGS, bounds, obs_dim, views
 from canasta_env.rules import RuleSet, load_rules
 
 MAX_CANDIDATES = 256  # hidden turn-field combinations tried against a given mask
@@ -180,6 +188,11 @@ def decode(params: npt.NDArray[np.int32], observation: npt.ArrayLike, seat: int 
     obs = np.asarray(observation, dtype=np.float32)
     if obs.shape != (obs_dim(params),):
         raise WorldError(f"observation of shape {obs.shape}, expected ({obs_dim(params)},)")
+    low, high = bounds(params)  # out of the Box (a NaN, 1e6 cards, a negative stock) is no position
+    outside = ~((obs >= low) & (obs <= high))
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        raise WorldError(f"observation[{i}] = {obs[i]} is outside its bounds [{low[i]}, {high[i]}]")
     v = {name: np.asarray(a, dtype=np.float64) for name, a in views(obs, params).items()}
     n, sides, owners = int(params[P_NPLAYERS]), int(params[P_NSIDES]), int(params[P_NOWNERS])
     maxk, deck = float(deck_counts(params).max()), float(params[P_DECK])
@@ -246,22 +259,31 @@ def sample_worlds(rules: RuleSet | str, observation: npt.ArrayLike, k: int, seed
         redeal_tries: with ``legal_mask``, how often a world whose mask differs is dealt again.
 
     Raises:
-        WorldError: the observation is malformed, over, or needs more cards than the deck holds.
+        WorldError: the observation is malformed (a value outside its bounds included), over, or
+            needs more cards than the deck holds; the seat or the mask does not fit the rules.
+        ValueError: ``k``, ``seat`` or ``seed`` is not an integer, ``k`` below 1 or too large
+            for memory, ``seed`` outside [0, 2**64).
     """
+    fn = "sample_worlds"
     rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
-    template = _new_state(rules, 1, episode, "sample_worlds")
+    template = _new_state(rules, 1, episode, fn)
     params = template.params
     n = int(params[P_NPLAYERS])
+    seat = check_int(seat, "seat", fn)  # 0.5 or True would index the seats, -1 wrap
     if not 0 <= seat < n:
         raise WorldError(f"seat {seat} out of range for {n} players")
-    if k < 1:
-        raise WorldError(f"k must be at least 1, got {k}")
+    k = check_batch_size(k, fn, "k")
+    check_memory(batch_bytes(params, k), f"{k:,} worlds", fn)
+    seed = check_seed(seed, fn)
     seen = decode(params, observation, seat)
     if seen.phase >= PH_OVER:
         raise WorldError("the observation shows a finished hand")
-    rng = np.random.default_rng([int(seed) & 0xFFFFFFFFFFFFFFFF, 0x5E1A])
+    rng = np.random.default_rng([seed, 0x5E1A])
     row, pool = _public_row(template, seen)
     mask = None if legal_mask is None else np.asarray(legal_mask, dtype=bool)
+    if mask is not None and mask.shape != template.legal_action_mask.shape[1:]:
+        raise WorldError(f"legal_mask of shape {mask.shape}, expected "
+                         f"{template.legal_action_mask.shape[1:]}")
     worlds = State(rules, params, np.repeat(row[None], k, axis=0),
                    np.zeros((k, template.legal_action_mask.shape[1]), dtype=bool))
     _deal_hidden(worlds, seen, pool, rng, np.arange(k))
@@ -622,4 +644,7 @@ def _finish_rows(worlds: State, seen: Seen, rows: npt.NDArray[np.int64]) -> None
         elif took:
             credit = row[prm[O_CREDIT]: prm[O_CREDIT] + NUM_KINDS]
             worlds.known[w, seen.seat] = np.maximum(seen.hand - credit, 0)
-    worlds.refresh_mask()
+    try:
+        worlds.refresh_mask()
+    except CorruptStateError as exc:  # fields within their bounds that no position combines
+        raise WorldError(f"the observation is no position of these rules ({exc})") from None

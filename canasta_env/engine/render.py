@@ -6,7 +6,7 @@ import numpy as np
 
 from canasta_env.engine.actions import ACTION_NAMES
 from canasta_env.engine.cards import CANASTA_SIZE, KIND_NAMES, SLOT_NAMES, WILD_SLOT
-from canasta_env.engine.core import State
+from canasta_env.engine.core import State, check_int
 from canasta_env.engine.layout import (
     F_MINIMUM,
     F_NEEDS_MIN,
@@ -42,8 +42,15 @@ def _melds(state: State, b: int, side: int) -> str:
 
 
 def render(state: State, b: int = 0, player: int | None = None) -> str:
-    """A readable table for row ``b``: from ``player``'s view, or omniscient when ``None``."""
+    """A readable table for row ``b``: from ``player``'s view, or omniscient when ``None``.
+    ``ValueError`` for a row outside the batch or a player who is no seat (``True`` or ``"0"``
+    showed another seat's hand, or none)."""
     n = state.num_players
+    b = state.row_index(b)
+    if player is not None:
+        player = check_int(player, "player", "render")
+        if not 0 <= player < n:
+            raise ValueError(f"render: player {player} is not a seat in [0, {n})")
     d = state.data[b]
     cur = int(state.current_player[b])
     lines = [

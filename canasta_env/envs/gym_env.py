@@ -150,7 +150,10 @@ class CanastaVectorEnv(VectorEnv):
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(self, num_envs: int = 8, rules: Any = "classic_2p", **options: Any) -> None:
-        options.pop("render_mode", None)
+        render_mode = options.pop("render_mode", None)
+        if render_mode is not None:  # was dropped silently: the caller expected frames
+            raise ValueError(f"CanastaVectorEnv: render_mode {short_repr(render_mode)}: the vector env "
+                             "draws nothing; leave it None (a single Canasta-v0 env renders 'ansi')")
         num_envs = check_batch_size(num_envs, "CanastaVectorEnv", "num_envs")
         self.num_envs = num_envs
         self._core = LearnerBatch(LearnerConfig(rules=rules, **options), num_envs,

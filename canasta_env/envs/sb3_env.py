@@ -15,7 +15,8 @@ build the list of info dicts. Contract (each point tested):
   leaves nothing for ``step_wait`` to play;
 * ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` refuse an env index outside
   ``[0, num_envs)`` (``IndexError``); ``set_attr`` refuses a name the env does not have or one that
-  fixes its shape (``num_envs``, ``venv``, the spaces): options are fixed at construction.
+  fixes its shape (``num_envs``, ``venv``, the spaces): options are fixed at construction; it
+  refuses a ``render_mode`` other than ``None`` (nothing renders; SB3's ``render()`` recursed).
 """
 
 from __future__ import annotations
@@ -126,6 +127,9 @@ class CanastaVecEnv(VecEnv):
         if not isinstance(attr_name, str) or attr_name in FIXED_ATTRS or not hasattr(self, attr_name):
             raise AttributeError(f"CanastaVecEnv.set_attr: cannot set {short_repr(attr_name)}: the "
                                  "env options and spaces are fixed at construction (make a new env)")
+        if attr_name == "render_mode" and value is not None:  # SB3's render() then recursed or failed
+            raise ValueError(f"CanastaVecEnv.set_attr: render_mode {short_repr(value)}: the VecEnv draws "
+                             "nothing, only None is allowed (render a Canasta-v0 env to see a table)")
         setattr(self, attr_name, value)
 
     def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None,

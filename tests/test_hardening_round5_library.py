@@ -1,0 +1,189 @@
+"""The library surface under misuse, round five: the world sampler checks its observation (NaN, values
+outside the Box), its k, seat, seed and mask, and names an impossible position a WorldError; SB3's
+VecEnv and the Gymnasium VectorEnv refuse a render_mode they cannot honour (SB3's render() recursed);
+a rule option given a numpy array is a RulesError naming it; a deal set refuses indices that are not
+its deals (-1 wrapped, 0.7 truncated) and make_deal_set a count or version it cannot keep; render()
+refuses a row or player that is no row or seat. Each refusal has a twin: the valid neighbour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from canasta_env.deal_sets import load_deal_set, make_deal_set
+from canasta_env.engine import init, observe
+from canasta_env.engine.observation import views
+from canasta_env.engine.render import render
+from canasta_env.envs.gym_env import CanastaVectorEnv
+from canasta_env.envs.sb3_env import CanastaVecEnv
+from canasta_env.rules import RulesError, load_rules
+from canasta_env.worlds import WorldError, sample_worlds
+
+
+def _one_line(exc: pytest.ExceptionInfo[BaseException], *words: str) -> None:
+    text = str(exc.value)
+    assert "\n" not in text and all(w in text for w in words), text
+
+
+def _observation() -> tuple[np.ndarray, np.ndarray]:
+    """Seat 0's observation and mask at the start of a classic_2p hand (seat 1 is to move)."""
+    state = init("classic_2p", 1, seed=3)
+    return observe(state, [0])[0], state.legal_action_mask[0]
+
+
+# ---- the world sampler ------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [float("nan"), 1e6, -1.0])
+def test_sample_worlds_refuses_an_observation_outside_its_bounds(value: float) -> None:
+    """Was: ValueError 'negative dimensions are not allowed' (-1), 'array is too big' (NaN), and for
+    1e6 an array of 120 million cards built before a broadcast error."""
+    obs, _ = _observation()
+    bad = obs.copy()
+    bad[0] = value
+    with pytest.raises(WorldError) as exc:
+        sample_worlds("classic_2p", bad, 2)
+    _one_line(exc, "observation[0]", "bounds")
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"k": 2.5}, "k must be an integer"), ({"k": 0}, "k must be in"),
+    ({"k": 2**31 - 1}, "use a smaller batch"),  # was: an attempt to allocate terabytes
+    ({"seat": True}, "seat must be an integer"), ({"seat": 0.5}, "seat must be an integer"),
+    ({"seed": -1}, "out of range"), ({"seed": 1.5}, "seed must be an integer"),  # were: seed 2**64 - 1, 1
+    ({"legal_mask": np.ones(5, bool)}, "legal_mask of shape"),  # was: a broadcast error
+])
+def test_sample_worlds_checks_k_seat_seed_and_mask(options: dict[str, object], match: str) -> None:
+    obs, _ = _observation()
+    kwargs: dict[str, object] = {"k": 2, **options}
+    with pytest.raises(ValueError, match=match) as exc:
+        sample_worlds("classic_2p", obs, **kwargs)  # type: ignore[arg-type]
+    _one_line(exc)
+
+
+def test_an_impossible_position_within_the_bounds_is_a_world_error() -> None:
+    """A second pile top (a fifth joker) within the bounds: was CorruptStateError from refresh_mask,
+    which the search agent, catching WorldError, did not name."""
+    obs, _ = _observation()
+    bad = obs.copy()
+    views(bad, init("classic_2p", 1).params)["pile_top"][0] = 1.0
+    with pytest.raises(WorldError, match="no position of these rules") as exc:
+        sample_worlds("classic_2p", bad, 2)
+    _one_line(exc, "JK")
+
+
+def test_sample_worlds_of_a_real_observation_still_work() -> None:  # the twin
+    obs, mask = _observation()
+    worlds = sample_worlds("classic_2p", obs, np.int64(3), seed=2**64 - 1, seat=np.int64(0),
+                           legal_mask=None)
+    assert worlds.num_games == 3
+    assert np.array_equal(observe(worlds, np.zeros(3, np.int64)), np.repeat(obs[None], 3, axis=0))
+    again = sample_worlds("classic_2p", obs, 3, seed=2**64 - 1)
+    assert np.array_equal(worlds.data, again.data)  # the same seed, the same worlds
+    assert sample_worlds("classic_2p", obs, 2, seat=1, legal_mask=np.zeros_like(mask)).num_games == 2
+
+
+# ---- render modes the vector envs cannot honour ------------------------------------------------
+@pytest.mark.parametrize("mode", ["human", "rgb_array"])
+def test_sb3_set_attr_refuses_a_render_mode(mode: str) -> None:
+    """Was: set, then SB3's render() recursed through env_method('render') (RecursionError) or
+    failed to tile the None images."""
+    env = CanastaVecEnv(2)
+    with pytest.raises(ValueError, match="only None") as exc:
+        env.set_attr("render_mode", mode)
+    _one_line(exc, "render_mode")
+    assert env.render_mode is None
+    env.set_attr("render_mode", None)  # the twin
+    env.reset()
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+
+
+def test_the_vector_env_refuses_a_render_mode_it_dropped() -> None:
+    import gymnasium
+
+    with pytest.raises(ValueError, match="draws nothing") as exc:  # was: dropped silently
+        CanastaVecEnv(2, render_mode="human")
+    _one_line(exc, "render_mode")
+    with pytest.raises(ValueError, match="draws nothing"):
+        gymnasium.make_vec("canasta_env:Canasta-v0", num_envs=2, render_mode="ansi",
+                           vectorization_mode="vector_entry_point")
+    assert CanastaVectorEnv(2, render_mode=None).render_mode is None  # the twin
+
+
+# ---- rule options -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("key", "value"), [
+    ("tie_rule", np.array(["draw", "extra_hand"])), ("go_out_requires", np.array([1, 2])),
+    ("upcard_policy", ["keep"]),
+])
+def test_an_array_for_a_choice_is_a_rules_error_naming_it(key: str, value: object) -> None:
+    """Was: 'The truth value of an array with more than one element is ambiguous', naming nothing."""
+    with pytest.raises(RulesError) as exc:
+        load_rules("classic_2p", **{key: value})
+    _one_line(exc, repr(key))
+
+
+def test_choices_given_as_strings_still_load() -> None:  # the twin
+    assert load_rules("classic_2p", tie_rule="draw", go_out_requires=1).tie_rule == "draw"
+    assert load_rules("classic_2p", tie_rule=np.str_("draw")).tie_rule == "draw"
+    assert load_rules("railroad_2p", go_out_requires="each_kind").go_out_requires == "each_kind"
+
+
+# ---- deal sets ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda d: d.deal(-1), "out of range"),  # was: the last deal
+    (lambda d: d.deal(10**6), "out of range"),  # was: numpy's IndexError naming no set
+    (lambda d: d.deal(1.5), "must be an integer"),  # was: numpy's IndexError
+    (lambda d: d.deal(True), "must be an integer"),
+    (lambda d: d.deals([0.7, 1.2]), "must be an integer"),  # was: deals 0 and 1
+    (lambda d: d.first(2.5), "must be an integer"),  # was: TypeError from range()
+    (lambda d: d.first(None), "must be an integer"),  # was: TypeError from '<'
+])
+def test_deal_set_indices_must_be_its_deals(call, match: str) -> None:  # type: ignore[no-untyped-def]
+    deal_set = load_deal_set("v1", "classic_2p")
+    with pytest.raises(ValueError, match=match) as exc:
+        call(deal_set)
+    _one_line(exc)
+
+
+def test_deal_set_integer_indices_still_work() -> None:  # the twin
+    deal_set = load_deal_set("v1", "classic_2p")
+    assert np.array_equal(deal_set.deal(np.int64(3)).order, deal_set.deal(3).order)
+    assert len(deal_set.deals(np.arange(4))) == len(deal_set.first(4)) == 4
+    assert deal_set.deal(len(deal_set) - 1).dealer in (0, 1)
+
+
+@pytest.mark.parametrize(("count", "version", "match"), [
+    (0, "v1", "count must be in"),  # was: 'need at least one array to stack'
+    (2.0, "v1", "count must be an integer"),  # was: TypeError from range()
+    (2, "x" * 200, "version"),  # was: made, then refused when loaded
+    (2, "", "version"), (2, "v\n1", "version"),
+])
+def test_make_deal_set_refuses_what_it_cannot_keep(count: object, version: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match) as exc:
+        make_deal_set("classic_2p", count, 0, version)  # type: ignore[arg-type]
+    _one_line(exc, "make_deal_set")
+
+
+def test_make_deal_set_of_a_few_deals_still_works() -> None:  # the twin
+    deal_set = make_deal_set("classic_2p", 2, 0, "test")
+    assert (deal_set.name, len(deal_set)) == ("classic_2p-test", 2)
+
+
+# ---- render -------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("row", "player", "match"), [
+    (100, 0, "out of range"),  # was: numpy's IndexError
+    (1.0, 0, "row must be an integer"),
+    (0, 5, "not a seat"), (0, -1, "not a seat"),  # were: every hand hidden, 'view of P5'
+    (0, True, "player must be an integer"),  # was: seat 1's hand, 'view of PTrue'
+    (0, "0", "player must be an integer"),  # was: every hand hidden
+])
+def test_render_refuses_a_row_or_player_that_is_none(row: object, player: object, match: str) -> None:
+    state = init("classic_2p", 2)
+    with pytest.raises(ValueError, match=match) as exc:
+        render(state, row, player)  # type: ignore[arg-type]
+    _one_line(exc)
+
+
+def test_render_of_a_row_and_seat_still_works() -> None:  # the twin
+    state = init("classic_2p", 2)
+    text = render(state, np.int64(1), np.int64(0))
+    assert "view of P0" in text and render(state, 0, None).startswith("classic_2p")
