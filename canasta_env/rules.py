@@ -324,10 +324,27 @@ def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) ->
     else:
         raise RulesError(f"rules must be a preset name, a YAML file, a dict or a RuleSet, got "
                          f"{type(spec).__name__} {short_repr(spec)}")
+    _check_table_change(base, overrides, source)
     base.update(overrides)
     if overrides:
         source += f" with overrides {sorted(overrides)}"
     return RuleSet.from_dict(base, source).resolved()
+
+
+TABLE_SIZE_DEFAULTS = ("partnerships", "hand_size", "draw_count", "go_out_requires")  # see resolved()
+
+
+def _check_table_change(base: dict[str, Any], overrides: dict[str, Any], source: str) -> None:
+    """Refuse a ``num_players`` override on rules whose table-size options are already filled in
+    (a ``RuleSet``, a record's rules): they would keep the old table's hand size, draws and
+    partnerships in silence, where the same preset loaded by name fills in the new table's."""
+    if "num_players" not in overrides or overrides["num_players"] == base.get("num_players"):
+        return
+    kept = [k for k in TABLE_SIZE_DEFAULTS if base.get(k) is not None and k not in overrides]
+    if kept:
+        raise RulesError(f"{source}: num_players {short_repr(overrides['num_players'])} would keep "
+                         f"{', '.join(kept)} of its {short_repr(base.get('num_players'))}-player table; "
+                         "load the preset or file by name with num_players, or give those options too")
 
 
 def _is_file_spec(spec: str | Path) -> bool:

@@ -187,3 +187,21 @@ def test_render_of_a_row_and_seat_still_works() -> None:  # the twin
     state = init("classic_2p", 2)
     text = render(state, np.int64(1), np.int64(0))
     assert "view of P0" in text and render(state, 0, None).startswith("classic_2p")
+
+
+def test_a_new_table_size_for_filled_in_rules_is_refused() -> None:
+    """A loaded rule set (or a record's rules) has its table-size options filled in: moving it to
+    four players kept 15-card hands and no partnerships in silence."""
+    two = load_rules("classic_2p")
+    with pytest.raises(RulesError, match="num_players 4 would keep partnerships, hand_size"):
+        load_rules(two, num_players=4)
+    with pytest.raises(RulesError, match="num_players 4 would keep"):
+        load_rules(two.to_dict(), num_players=4)
+
+
+def test_a_table_size_given_by_name_or_in_full_still_loads() -> None:
+    two = load_rules("classic_2p")
+    assert load_rules("classic_2p", num_players=4).hand_size == 11  # by name: filled in for four
+    assert load_rules(two, num_players=2) == two  # the same table size
+    four = load_rules(two, num_players=4, hand_size=11, draw_count=1, go_out_requires=1, partnerships=True)
+    assert (four.hand_size, four.partnerships) == (11, True)
