@@ -137,6 +137,13 @@ def load_args(config: str | None, overrides: dict[str, Any], source: str | None 
     return args
 
 
+def check_args(args: TrainArgs, where: str = "training options") -> None:
+    """Check a ``TrainArgs`` built in code (not by ``load_args``) by type and range, as a config file
+    is: ``train()`` calls it before anything is written (``ValueError`` naming ``where``)."""
+    _check_types(dataclasses.asdict(args), where)
+    _check_ranges(args, where)
+
+
 def _check_types(data: dict[str, Any], where: str) -> None:
     known = {f.name for f in dataclasses.fields(TrainArgs)}
     unknown = sorted(str(k) for k in set(data) - known)
@@ -166,15 +173,18 @@ def _number_hint(value: Any, kind: str) -> str:
     return f" (YAML reads {value} as text; write {spelled})"
 
 
+MAX_ENVS = 1 << 20  # num_envs: envs of one engine batch (canasta exploit's --num-envs too)
+MAX_INTERVAL = 10**12  # learner steps: total_timesteps and the intervals between checkpoints, evaluations...
+
 # field -> (low, high): inclusive bounds every run must respect (seed: numpy's and sb3's global seeding
 # takes 32 bits; the engine's deal addresses take 64, so eval_seed may be larger)
 _RANGES: dict[str, tuple[float, float]] = {
-    "total_timesteps": (0, 10**12), "num_envs": (1, 1 << 20), "n_steps": (1, 1 << 20),
+    "total_timesteps": (0, MAX_INTERVAL), "num_envs": (1, MAX_ENVS), "n_steps": (1, 1 << 20),
     "batch_size": (1, 1 << 24), "n_epochs": (1, 10_000), "learning_rate": (0.0, 10.0),
     "gamma": (0.0, 1.0), "gae_lambda": (0.0, 1.0), "ent_coef": (0.0, 100.0), "clip_range": (0.0, 10.0),
-    "seed": (0, 2**32 - 1), "checkpoint_every": (1, 10**12), "eval_every": (1, 10**12),
+    "seed": (0, 2**32 - 1), "checkpoint_every": (1, MAX_INTERVAL), "eval_every": (1, MAX_INTERVAL),
     "eval_deals": (1, 10**7), "eval_seed": (0, 2**63 - 1), "torch_threads": (1, 1024),
-    "snapshot_every": (1, 10**12), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
+    "snapshot_every": (1, MAX_INTERVAL), "pool_size": (1, 10_000), "latest_ratio": (0.0, 1.0),
     "max_grad_norm": (0.0, 10**6), "vf_coef": (0.0, 100.0), "imitate_steps": (1, 10**9),
     "imitate_epochs": (1, 10_000), "imitate_workers": (1, 256), "num_workers": (1, 4096),
     "engine_threads": (1, 1024), "update_threads": (0, 1024), "exploiter_every": (0, 10**12),
@@ -218,6 +228,11 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
         raise ValueError(f"{where}: max_grad_norm must be positive")
     if args.algo == "maskable_ppo" and args.precision == "bf16":
         raise ValueError(f"{where}: precision 'bf16' needs algo 'ppo' (maskable_ppo trains in fp32)")
+    rollout = args.num_envs * args.n_steps
+    if args.algo == "maskable_ppo" and (args.batch_size == 1 or rollout % args.batch_size == 1):
+        raise ValueError(f"{where}: batch_size = {args.batch_size} leaves a minibatch of one row of the "
+                         f"{rollout}-step rollout (num_envs x n_steps), whose advantage maskable_ppo "
+                         "normalises to NaN; choose another batch_size or algo 'ppo'")
     if args.algo == "maskable_ppo" and args.magnet_coef > 0:
         raise ValueError(f"{where}: magnet_coef needs the lean trainer (algo ppo or mmd), not maskable_ppo")
     if args.algo == "mmd" and args.magnet_coef <= 0:

@@ -17,6 +17,8 @@ exact: a best response exists among the 2^6 pure strategies of a player, and all
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -193,12 +195,14 @@ class SelfPlayConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "episodes", "epochs", "minibatch"):
-            if getattr(self, name) < (0 if name == "iterations" else 1):
-                raise ValueError(f"{name} must be {'>= 0' if name == 'iterations' else '>= 1'}, "
-                                 f"got {getattr(self, name)!r}")
-        if not (self.lr > 0 and self.clip > 0):
-            raise ValueError(f"lr and clip must be > 0, got {self.lr!r} and {self.clip!r}")
+        for name in ("iterations", "episodes", "epochs", "minibatch", "seed"):
+            low = 0 if name in ("iterations", "seed") else 1
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        # an infinite lr turns the logits into NaN at the first step, which only shows one iteration later
+        if not (math.isfinite(self.lr) and self.lr > 0 and self.clip > 0):
+            raise ValueError(f"lr must be finite and > 0 and clip > 0, got {self.lr!r} and {self.clip!r}")
 
 
 @dataclass

@@ -59,19 +59,24 @@ class MMDConfig:
     magnet_step: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.magnet_coef, (int, float)) and math.isfinite(self.magnet_coef)
+        if not (_number(self.magnet_coef) and math.isfinite(self.magnet_coef)
                 and self.magnet_coef >= 0):
             raise ValueError(f"magnet_coef must be a finite number >= 0, got {self.magnet_coef!r}")
         if isinstance(self.magnet_every, bool) or not isinstance(self.magnet_every, int) \
                 or self.magnet_every < 1:
             raise ValueError(f"magnet_every must be an integer >= 1, got {self.magnet_every!r}")
-        if not (isinstance(self.magnet_step, (int, float)) and 0 < self.magnet_step <= 1):
+        if not (_number(self.magnet_step) and 0 < self.magnet_step <= 1):
             raise ValueError(f"magnet_step must be in (0, 1], got {self.magnet_step!r}")
 
     @property
     def enabled(self) -> bool:
         """Whether the magnet term is on (``magnet_coef > 0``)."""
         return self.magnet_coef > 0
+
+
+def _number(value: object) -> bool:
+    """Whether ``value`` is an int or float, not a bool (True is not a weight of 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

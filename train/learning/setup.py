@@ -149,6 +149,9 @@ def init_path(init_from: str) -> Path:
     when there is none."""
     from agents.learned.zoo import PREFIX, zoo_path
 
+    if not init_from.strip():  # Path('') is the working directory
+        raise ValueError(f"training option init_from = {short_repr(init_from)} is empty; name a checkpoint, "
+                         "run directory or zoo:NAME")
     path = zoo_path(init_from) if init_from.startswith(PREFIX) else Path(init_from)
     if not path.exists():
         raise ValueError(f"training option init_from = {short_repr(init_from)}: no such checkpoint "

@@ -18,7 +18,7 @@ import numpy as np
 
 from train.common.run_dir import new_run_dir
 from train.common.stop_request import StopRequest
-from train.learning.config import TrainArgs, lean
+from train.learning.config import TrainArgs, check_args, lean
 from train.learning.setup import RunSetup, resolve
 
 
@@ -34,6 +34,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
     from canasta_env.rules import load_rules
     from train.common.run_dir import clear_run, open_run, write_config
 
+    check_args(args)  # a TrainArgs built in code (canasta exploit, the exploiter league) is checked too
     rules = load_rules(args.rules)
     if args.run_dir is None:
         args = dataclasses.replace(args, run_dir=str(new_run_dir(rules.name)))
