@@ -39,17 +39,19 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
-    runs = {
-        f"MMD (alpha={args.magnet_coef:g}, magnet every {args.magnet_every}, step {args.magnet_step:g})":
-            MMDConfig(args.magnet_coef, args.magnet_every, args.magnet_step),
-        f"fixed uniform magnet (alpha={args.magnet_coef:g})": MMDConfig(args.magnet_coef, NEVER),
-        "no magnet (alpha=0)": MMDConfig(0.0),
-    }
+    try:  # every setting checked before the first run
+        runs = {label: SelfPlayConfig(mmd=mmd, iterations=args.iterations, episodes=args.episodes,
+                                      lr=args.lr, seed=args.seed) for label, mmd in {
+            f"MMD (alpha={args.magnet_coef:g}, magnet every {args.magnet_every}, step {args.magnet_step:g})":
+                MMDConfig(args.magnet_coef, args.magnet_every, args.magnet_step),
+            f"fixed uniform magnet (alpha={args.magnet_coef:g})": MMDConfig(args.magnet_coef, NEVER),
+            "no magnet (alpha=0)": MMDConfig(0.0),
+        }.items()}
+    except ValueError as exc:
+        parser.error(str(exc))
     print(f"uniform policy: exploitability {exploitability(uniform_policy()):.4f}")
     curves = {}
-    for label, mmd in runs.items():
-        config = SelfPlayConfig(mmd=mmd, iterations=args.iterations, episodes=args.episodes, lr=args.lr,
-                                seed=args.seed)
+    for label, config in runs.items():
         result = selfplay(config)
         curve = np.asarray(result.exploitability)
         curves[label] = curve

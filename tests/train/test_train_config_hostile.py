@@ -47,6 +47,13 @@ def test_a_float_yaml_reads_as_text_says_how_to_write_it(tmp_path: Path, name: s
     assert getattr(load_args(str(config), {}), name) == value
 
 
+def test_a_quoted_float_says_to_drop_the_quotes(tmp_path: Path) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text('learning_rate: "0.0003"\n')  # "write 0.0003" named what was written
+    with pytest.raises(ValueError, match=r"it is text in quotes; write 0.0003 without them\)$"):
+        load_args(str(config), {})
+
+
 def test_league_exploiters_without_exploiter_rounds_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from canasta_env.rules import load_rules

@@ -170,6 +170,8 @@ def _number_hint(value: Any, kind: str) -> str:
     spelled = mantissa if "." in mantissa else f"{mantissa}.0"
     if exponent:
         spelled += "e" + (exponent if exponent[0] in "+-" else f"+{exponent}")
+    if spelled == value.strip():  # a number in quotes
+        return f" (it is text in quotes; write {spelled} without them)"
     return f" (YAML reads {value} as text; write {spelled})"
 
 
