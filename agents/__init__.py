@@ -60,8 +60,9 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         raise ValueError(f"agent name {short_repr(name)} {what}; name one of: {', '.join(_REGISTRY)}, "
                          "a checkpoint, zoo:NAME, module:attribute or an entry point")
     if name.startswith("sampled:"):  # a learned policy's sampled play instead of its argmax
-        inner = name[len("sampled:"):]
-        if not (inner.startswith("zoo:") or inner not in _REGISTRY and _is_path(inner) or _path_like(inner)):
+        inner = name[len("sampled:"):]  # once: "sampled:sampled:..." nested a call per prefix
+        if inner.startswith("sampled:") or not (inner.startswith("zoo:") or inner not in _REGISTRY
+                                                and _is_path(inner) or _path_like(inner)):
             raise ValueError(f"agent {short_repr(name)}: 'sampled:' takes a learned policy (zoo:NAME or a "
                              f"checkpoint or run folder), not {short_repr(inner)}")
         return make_agent(inner, rules, **{**kwargs, "deterministic": False})

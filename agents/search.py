@@ -12,7 +12,7 @@ For each decision with more than one legal action:
    rollout policy for all seats to the end of the hand, or for ``depth`` decisions, when the hand
    is scored as if it ended there (no going-out bonus, cards in hand counted minus). Every
    candidate of every row of the batch is one engine batch: ``sum(candidates) * k`` rows stepped
-   together.
+   together (rows of at most ``MAX_WORLD_ROWS`` at once: a large batch is searched in parts).
 4. **Choice**: the candidate with the best mean margin of the mover's side (its hand score minus
    the mean of the other sides', as ``agents.match`` measures a hand; in partnership play the side's
    score counts both partners) is played only when it beats the rollout policy's own choice
@@ -96,6 +96,10 @@ OPTION_RANGES: dict[str, tuple[float, float]] = {"k": (1, 1024), "n": (1, 64), "
 # The work of one decision, k worlds x n candidates x depth steps, at most 64 times the defaults'
 # (16 x 4 x 60 two-handed, 32 x 4 x 40 in partnerships): beyond it a hand takes hours.
 MAX_WORK = 64 * 32 * 4 * 60
+# Engine rows (candidates x worlds) of one rollout batch: a batch of decisions is searched in parts of
+# at most this many rows (a row's choice does not depend on the others'), so memory does not grow with
+# the batch (unsplit, a match at k=1024 held 26 MB more per deal: 2.7 GB at 100 deals).
+MAX_WORLD_ROWS = 1 << 16
 
 
 def check_search_options(options: dict[str, Any], where: str = "search",
@@ -244,11 +248,13 @@ class SearchAgent:
         phase = np.argmax(obs[:, self._phase_at: self._phase_at + 5], axis=1)
         searched = multi & self.phases[phase]
         rows = np.flatnonzero(searched)
-        if rows.size:
+        chunk = max(1, MAX_WORLD_ROWS // (self.n * self.k))  # rows whose worlds fit one engine batch
+        for start in range(0, rows.size, chunk):
+            part = rows[start: start + chunk]
             try:
-                out[rows] = self._search(obs[rows], mask[rows], seeds[rows], phase[rows])
+                out[part] = self._search(obs[part], mask[part], seeds[part], phase[part])
             except _RowError as exc:  # worlds.WorldError: the observation is no live hand of the rules
-                raise WorldError(f"{who}: observation row {int(rows[exc.row])}: {exc.reason}") from None
+                raise WorldError(f"{who}: observation row {int(part[exc.row])}: {exc.reason}") from None
         rest = np.flatnonzero(multi & ~searched)
         if rest.size:
             out[rest] = np.asarray(self.policy.act(obs[rest], mask[rest],

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from agents.checkpoint.format import FORMAT, LATEST, MAX_JSON_BYTES, META_FILE, POLICY_FILE
 
 CHECKPOINT_NAME = re.compile(r"ckpt_\d+")  # checkpoint_name()'s form
+_MAX_LATEST = 4096  # bytes of a run's ``latest`` file: one checkpoint name
 
 
 def _natural_key(name: str) -> list[Any]:
@@ -63,9 +65,14 @@ def incomplete_after(run_dir: str | os.PathLike[str], chosen: Path | None) -> li
 
 
 def latest_name(run_dir: str | os.PathLike[str]) -> str | None:
-    """The checkpoint name the run's ``latest`` file holds, if it is a plain name (else None)."""
+    """The checkpoint name the run's ``latest`` file holds, if it is a plain name (else None).
+    Only a regular file of at most ``_MAX_LATEST`` bytes is read: a FIFO would block for ever, and
+    a link to /dev/zero or a huge file would fill the memory."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        name = (Path(run_dir) / LATEST).read_text(encoding="utf-8").strip()
+        with os.fdopen(os.open(Path(run_dir) / LATEST, flags), "rb") as f:
+            data = f.read(_MAX_LATEST + 1) if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else b""
+        name = data.decode("utf-8").strip() if len(data) <= _MAX_LATEST else ""
     except (OSError, UnicodeDecodeError):
         return None
     return name if name and name == Path(name).name and not name.startswith(".") else None

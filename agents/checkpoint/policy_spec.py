@@ -23,6 +23,7 @@ from agents.checkpoint.format import (
     MAX_SPACE_SIZE,
     MAX_UNITS,
     META_FILE,
+    OPTIMIZER_FILE,
     POLICY_FILE,
     Checkpoint,
     CheckpointError,
@@ -35,6 +36,8 @@ POLICY_KWARGS = ("net_arch", "activation_fn", "ortho_init", "optimizer_class", "
 _OPTIMIZER_NUMBERS = {"eps": 1.0, "weight_decay": 10.0, "momentum": 1.0, "alpha": 1.0,
                       "dampening": 1.0}  # key -> largest value; all >= 0
 _OPTIMIZER_FLAGS = ("amsgrad", "centered", "nesterov", "maximize")
+_SB3_NET_ARCH = {"pi": [64, 64], "vf": [64, 64]}  # SB3's default
+_FILE_SLACK = 1 << 20  # bytes of headers and records a weights or optimizer file may add
 
 
 def _class_spec(cls: type) -> str:
@@ -193,6 +196,19 @@ def _policy_shapes(desc: dict[str, Any], net_arch: Any) -> dict[str, tuple[int, 
     return out
 
 
+def _check_file_sizes(file: Path, desc: Any, files: Mapping[str, Any]) -> None:
+    """Refuse a policy or optimizer file that ``meta.json`` records as larger than the network it
+    describes can fill (8 bytes a weight, three optimizer buffers a weight, plus ``_FILE_SLACK`` for
+    headers), before reading it: a sparse file of zeros takes no disk but twice its size in memory."""
+    _, kwargs = policy_spec(file, desc)
+    weights = sum(math.prod(s) for s in _policy_shapes(desc, kwargs.get("net_arch", _SB3_NET_ARCH)).values())
+    for name, most in ((POLICY_FILE, 8 * weights), (OPTIMIZER_FILE, 3 * 8 * weights)):
+        size = files.get(name, {}).get("bytes", 0)
+        if size > most + _FILE_SLACK:
+            raise CheckpointError(f"{file}: files[{name!r}] records {size:,} bytes, more than the "
+                                  f"{most + _FILE_SLACK:,} the network it describes can fill")
+
+
 def weights_fit(ckpt: Checkpoint, net_arch: Any) -> bool:
     """Whether ``ckpt``'s weights fit the network that ``net_arch`` builds for its spaces."""
     return _shapes(ckpt.policy_state) == _policy_shapes(ckpt.meta["policy"], net_arch)
@@ -203,10 +219,11 @@ def _shapes(policy_state: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
 
 
 def _check_weight_values(path: Path, policy_state: Mapping[str, Any]) -> None:
-    """Refuse weights that are not floating point or hold NaN or infinity. Loading casts integers,
-    booleans and complex numbers to float32 without a word, and a network with a NaN weight gives
-    NaN for every probability, so it plays the first legal action at every decision: results of a
-    broken agent, reported as if it played."""
+    """Refuse weights that are not floating point or hold NaN or infinity, stored or once cast to
+    the network's float32 (a float64 1e300 loads as infinity). Loading casts integers, booleans and
+    complex numbers to float32 without a word, and a network with a NaN weight gives NaN for every
+    probability, so it plays the first legal action at every decision: results of a broken agent,
+    reported as if it played."""
     import torch
 
     floats = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -218,13 +235,16 @@ def _check_weight_values(path: Path, policy_state: Mapping[str, Any]) -> None:
         if not bool(torch.isfinite(value).all()):
             raise CheckpointError(f"{path / POLICY_FILE}: {short_repr(key, 80)} holds NaN or infinite "
                                   "weights (a diverged or damaged network)")
+        if value.dtype == torch.float64 and not bool(torch.isfinite(value.to(torch.float32)).all()):
+            raise CheckpointError(f"{path / POLICY_FILE}: {short_repr(key, 80)} holds weights beyond "
+                                  "float32's range, which the network would hold as infinite")
 
 
 def _check_weights(path: Path, desc: Any, policy_state: Mapping[str, Any]) -> None:
     """Refuse weights whose shapes differ from the network meta.json describes, before building
     it: what gets allocated is then no larger than the verified policy.safetensors."""
     _, kwargs = policy_spec(path / META_FILE, desc)
-    net_arch = kwargs.get("net_arch", {"pi": [64, 64], "vf": [64, 64]})  # SB3's default
+    net_arch = kwargs.get("net_arch", _SB3_NET_ARCH)
     want = _policy_shapes(desc, net_arch)
     have = _shapes(policy_state)
     if want == have:

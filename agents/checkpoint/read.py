@@ -7,10 +7,12 @@ parsing, not by hash.
 
 A checkpoint is untrusted input (``meta.json`` can be edited and re-hashed), so loading: verifies
 every listed file (size and sha256, regular files only) on every path, even one it does not parse;
-caps ``meta.json``/``state.json`` at ``MAX_JSON_BYTES`` before reading; checks meta.json's policy
+caps ``meta.json``/``state.json`` at ``MAX_JSON_BYTES`` and the weights and optimizer files at
+what the described network can fill, before reading; checks meta.json's policy
 description (``policy_spec``: allow-listed classes and arguments, a bounded network, the weights'
 shapes, finite floating-point weights) and that its rules are stored options, never a name to
-resolve; validates ``state.json`` (``validate_state``); and writes nothing anywhere.
+resolve; validates ``state.json`` (``validate_state``); refuses optimizer.pt tensors that hold more
+bytes than the file or values that are not finite; and writes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ from agents.checkpoint.format import (
     _json_round_trip,
     _one_line,
 )
-from agents.checkpoint.policy_spec import _check_weight_values, _check_weights, policy_spec
+from agents.checkpoint.policy_spec import _check_file_sizes, _check_weight_values, _check_weights
 from agents.checkpoint.rng import _rng_problem
 from canasta_env.messages import short_repr
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CHUNK = 1 << 20
+_MAX_NODES = 1_000_000  # entries of optimizer.pt walked (a real one holds a few per parameter)
 
 
 def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = None,
@@ -98,7 +101,7 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
     optimizer_state = None
     if load_optimizer and OPTIMIZER_FILE in data:
         optimizer_state = _parse(path / OPTIMIZER_FILE, data[OPTIMIZER_FILE], _torch_load)
-        _check_optimizer_state(path / OPTIMIZER_FILE, optimizer_state)
+        _check_optimizer_state(path / OPTIMIZER_FILE, optimizer_state, len(data[OPTIMIZER_FILE]))
     return Checkpoint(path, policy_state, optimizer_state, state, meta)
 
 
@@ -164,7 +167,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
                               "JSON object); a checkpoint never names a preset or a rules file to read")
     _check_files(file, meta.get("files"))
     if "policy" in meta:
-        policy_spec(file, meta["policy"])
+        _check_file_sizes(file, meta["policy"], meta["files"])
     return meta
 
 
@@ -251,13 +254,44 @@ def _torch_load(data: bytes) -> Any:
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
-def _check_optimizer_state(file: Path, value: Any) -> None:
+def _check_optimizer_state(file: Path, value: Any, size: int) -> None:
     if not isinstance(value, dict):
         raise CheckpointError(f"{file}: holds a {type(value).__name__}, not a mapping")
     if (not isinstance(value.get("state"), dict) or not isinstance(value.get("param_groups"), list)
             or not all(isinstance(g, dict) for g in value["param_groups"])):
         raise CheckpointError(f"{file}: not an optimizer state_dict (want 'state': dict and "
                               "'param_groups': list of dicts)")
+    _check_optimizer_tensors(file, value, size)
+
+
+def _check_optimizer_tensors(file: Path, value: Any, size: int) -> None:
+    """Refuse tensors holding more bytes than the file's ``size``, and NaN or infinite values.
+
+    A stored tensor may be a view that repeats one stored value (stride 0), and one tensor may be
+    referenced many times; neither costs bytes in the file, but ``optimizer.load_state_dict`` copies
+    each reference into a tensor of its own when it casts it to the parameter's dtype (a 2 MB file
+    claimed 80 GB). A NaN would spread into every weight at a resumed run's first update.
+    Containers are walked by reference, at most ``_MAX_NODES`` entries (a cycle ends the walk)."""
+    import torch
+
+    stack, total, nodes = [value], 0, 0
+    while stack:
+        item = stack.pop()
+        nodes += 1
+        if nodes > _MAX_NODES:
+            raise CheckpointError(f"{file}: more than {_MAX_NODES:,} entries (a repeated or cyclic "
+                                  "structure), not an optimizer state_dict")
+        if isinstance(item, torch.Tensor):
+            total += item.numel() * item.element_size()
+            if total > size:
+                raise CheckpointError(f"{file}: its tensors hold more than the file's {size:,} bytes "
+                                      "(views that repeat stored values: a tampered file)")
+            if item.is_floating_point() and not bool(torch.isfinite(item).all()):
+                raise CheckpointError(f"{file}: holds NaN or infinite values (a diverged or damaged run)")
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
 
 
 def validate_state(path: str | os.PathLike[str], state: Any, *,

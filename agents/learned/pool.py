@@ -13,6 +13,7 @@ from canasta_env.policy import Agent
 # Results count half as much after this many newer episodes against the pool (prioritized sampling
 # follows the learner as it improves, instead of its whole history).
 RESULT_HALF_LIFE = 5000.0
+MAX_RESULT = 1e15  # a stored result count above this is damage (decayed counts stay near the half-life)
 
 
 def pfsp_weights(win_rate: npt.NDArray[np.float64], power: float = 2.0) -> npt.NDArray[np.float64]:
@@ -108,10 +109,12 @@ class PoolAgent:
         return {name: [float(x) for x in row] for name, row in zip(self.names, self.results, strict=True)}
 
     def load_state(self, results: dict[str, Any]) -> None:
+        """Restore ``state()``'s results; a row that is not three counts in [0, 1e15] is left at
+        zero (a checkpoint's state.json is untrusted: 10**400 neither fits a float nor is finite)."""
         for i, name in enumerate(self.names):
             row = results.get(name)
             if isinstance(row, list) and len(row) == 3 and all(
-                    isinstance(x, (int, float)) and np.isfinite(x) and x >= 0 for x in row):
+                    type(x) in (int, float) and 0 <= x <= MAX_RESULT for x in row):
                 self.results[i] = row
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],

@@ -1,0 +1,282 @@
+"""Agent names and checkpoints, hostile inputs of round five: nested ``sampled:`` prefixes, a run's
+``latest`` file that is a FIFO or endless, optimizer.pt tensors that claim more memory than the file
+holds (views of repeated values) or hold NaN, float64 weights beyond float32's range, and result
+counts in state.json that fit no float. Each refusal has its twin that still works.
+
+``meta.json`` carries the other files' hashes, so a tampered file is re-hashed, as an attacker would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sb3_contrib")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+import gymnasium as gym  # noqa: E402
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy  # noqa: E402
+
+from agents import checkpoint as ck  # noqa: E402
+from agents import make_agent  # noqa: E402
+from agents.checkpoint import CheckpointError, build_meta, load_checkpoint, save_checkpoint  # noqa: E402
+from agents.learned.pool import PoolAgent  # noqa: E402
+from canasta_env.engine import NUM_ACTIONS, init, observe  # noqa: E402
+from canasta_env.engine.layout import pack_params  # noqa: E402
+from canasta_env.engine.observation import bounds  # noqa: E402
+from canasta_env.rules import load_rules  # noqa: E402
+from train.cli.main import main as cli_main  # noqa: E402
+
+RULES = "classic_2p"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real checkpoint of a tiny policy (net_arch [8, 8]) whose Adam optimizer took a step."""
+    low, high = bounds(pack_params(load_rules(RULES)))
+    policy = MaskableActorCriticPolicy(gym.spaces.Box(low, high, dtype=np.float32),
+                                       gym.spaces.Discrete(NUM_ACTIONS), lambda _: 3e-4, net_arch=[8, 8])
+    policy.optimizer.zero_grad()
+    policy.predict_values(torch.zeros((2, low.shape[0]))).sum().backward()
+    policy.optimizer.step()
+    return save_checkpoint(
+        tmp_path_factory.mktemp("orig") / "run", "ckpt_000000064", policy_state=policy.state_dict(),
+        optimizer_state=policy.optimizer.state_dict(), state={"num_timesteps": 64, "rng": ck.rng_state()},
+        meta=build_meta(config={"algo": "ppo"}, rules=RULES, policy=policy))
+
+
+@pytest.fixture
+def saved(original: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the checkpoint, free to damage."""
+    return Path(shutil.copytree(original, tmp_path / "run" / original.name))
+
+
+def _rewrite(path: Path, name: str, data: bytes) -> None:
+    """Replace one listed file and re-hash it in meta.json."""
+    (path / name).write_bytes(data)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (path / "meta.json").write_text(json.dumps(meta))
+
+
+def _edit_optimizer(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    state = torch.load(path / "optimizer.pt", weights_only=True)
+    change(state)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    _rewrite(path, "optimizer.pt", buffer.getvalue())
+
+
+def _plays(path: Path, name: str | None = None) -> None:
+    agent = make_agent(name or str(path), RULES)
+    state = init(RULES, 4, 0)
+    acts = agent.act(observe(state, state.current_player), state.legal_action_mask,
+                     np.random.default_rng(0))
+    assert state.legal_action_mask[np.arange(4), acts].all()
+
+
+# --- sampled: nested ---------------------------------------------------------------------------
+
+def test_nested_sampled_prefixes_are_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # before: each prefix nested a make_agent call, so 1,500 of them ended in a RecursionError
+    # traceback in every command (a path-like tail let each level through)
+    name = "sampled:" * 1500 + "runs/x"
+    with pytest.raises(ValueError, match=r"'sampled:' takes a learned policy .*, not 'sampled:"):
+        make_agent(name, RULES)
+    with pytest.raises(ValueError, match=r"'sampled:' takes a learned policy"):
+        make_agent("sampled:sampled:runs/x", RULES)
+    assert cli_main(["gauntlet", name, "--deals", "1", "--opponents", "random"]) == 2
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and err.count("\n") == 1 and "takes a learned policy" in err, err
+
+
+def test_one_sampled_prefix_still_plays_a_checkpoint(saved: Path) -> None:  # the twin
+    _plays(saved, "sampled:" + str(saved))
+    assert make_agent("sampled:" + str(saved), RULES).deterministic is False
+
+
+# --- the run's latest file ---------------------------------------------------------------------
+
+def _load_within(target: Path, seconds: float = 30.0) -> Any:
+    """load_checkpoint(target) in a thread that may block for ever (old code on a FIFO)."""
+    done: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: done.update(ckpt=load_checkpoint(target)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert "ckpt" in done, f"load_checkpoint({target}) did not return within {seconds} s"
+    return done["ckpt"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_latest_file_that_never_ends_is_passed_over(saved: Path, kind: str) -> None:
+    # before: the FIFO blocked the load for ever; a link to /dev/zero was read until the memory ran out
+    run = saved.parent
+    if kind == "fifo":
+        os.mkfifo(run / "latest")
+    else:
+        if not os.path.exists("/dev/zero"):
+            pytest.skip("no /dev/zero")
+        os.symlink("/dev/zero", run / "latest")
+    assert _load_within(run).name == saved.name
+    assert ck.latest_name(run) is None
+
+
+def test_a_latest_file_naming_a_checkpoint_is_still_followed(saved: Path) -> None:  # the twin
+    run = saved.parent
+    older = Path(shutil.copytree(saved, run / "ckpt_000000032"))
+    (run / "latest").write_text(older.name + "\n")
+    assert ck.latest_name(run) == older.name
+    assert _load_within(run).name == older.name
+
+
+# --- optimizer.pt ------------------------------------------------------------------------------
+
+def _first(state: dict[str, Any]) -> dict[str, Any]:
+    """The optimizer state of the first parameter it holds one for."""
+    return state["state"][next(iter(state["state"]))]
+
+
+def _expanded(state: dict[str, Any]) -> None:  # one stored value, 10**10 elements (80 GB as float64)
+    _first(state)["exp_avg"] = torch.zeros(1, dtype=torch.float64).expand(10**5, 10**5)
+
+
+def _shared(state: dict[str, Any]) -> None:  # one tensor referenced 20,000 times
+    first = _first(state)["exp_avg"]
+    state["state"][next(iter(state["state"]))] = {f"k{i}": first for i in range(20_000)}
+
+
+def _cyclic(state: dict[str, Any]) -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    state["param_groups"][0]["extra"] = loop
+
+
+def _nan(state: dict[str, Any]) -> None:
+    _first(state)["exp_avg_sq"].view(-1)[0] = float("nan")
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (_expanded, r"its tensors hold more than the file's [\d,]+ bytes"),
+    (_shared, r"its tensors hold more than the file's [\d,]+ bytes"),
+    (_cyclic, r"more than 1,000,000 entries"),
+    (_nan, r"holds NaN or infinite values"),
+])
+def test_optimizer_state_beyond_its_file_or_not_finite_is_refused(saved: Path, change: Any,
+                                                                  match: str) -> None:
+    # before: all four loaded; a resume's optimizer.load_state_dict then cast each reference to the
+    # parameter's dtype, a copy of its own (80 GB from a file of a few KB), or spread NaN into the
+    # weights at the first update
+    _edit_optimizer(saved, change)
+    with pytest.raises(CheckpointError, match=r"optimizer.pt: " + match) as err:
+        load_checkpoint(saved)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+    _plays(saved)  # playing never parses optimizer.pt
+
+
+def test_a_real_optimizer_state_still_loads(saved: Path) -> None:  # the twin
+    def same(state: dict[str, Any]) -> None:
+        _first(state)["exp_avg"] = _first(state)["exp_avg"] * 2.0  # a tensor of its own
+    _edit_optimizer(saved, same)
+    ckpt = load_checkpoint(saved)
+    assert ckpt.optimizer_state is not None and _first(ckpt.optimizer_state)["exp_avg"].shape[0] == 8
+
+
+# --- file sizes beyond the described network ---------------------------------------------------
+
+@pytest.mark.parametrize("name", ["policy.safetensors", "optimizer.pt"])
+def test_a_file_larger_than_its_network_can_fill_is_refused_before_reading(saved: Path, name: str) -> None:
+    # before: a sparse file of zeros (no disk used) re-hashed in meta.json was read whole, twice its
+    # size in memory (3 GB: 6.6 GB resident, up to 8 GB allowed); an optimizer.pt of zeros even played
+    size = 16 << 20  # the [8, 8] network's files hold less than 50 KB
+    _rewrite(saved, name, bytes(size))
+    with pytest.raises(CheckpointError, match=rf"meta.json: files\['{name}'\] records 16,777,216 bytes, "
+                                              r"more than the [\d,]+ the network it describes can fill"):
+        make_agent(str(saved), RULES)
+
+
+# --- float64 weights ---------------------------------------------------------------------------
+
+def _weights_to_float64(path: Path, key: str, value: float) -> None:
+    weights = {k: v.double() for k, v in safetensors_torch.load_file(path / "policy.safetensors").items()}
+    weights[key].view(-1)[0] = value
+    _rewrite(path, "policy.safetensors", safetensors_torch.save(weights))
+
+
+@pytest.mark.parametrize("key", ["action_net.weight", "value_net.weight"])
+def test_float64_weights_beyond_float32_are_refused(saved: Path, key: str) -> None:
+    # before: 1e300 is finite, so it loaded, and became infinity in the float32 network
+    _weights_to_float64(saved, key, 1e300)
+    with pytest.raises(CheckpointError, match=rf"policy.safetensors: '{key}' holds weights beyond "
+                                              "float32's range") as err:
+        make_agent(str(saved), RULES)
+    assert "\n" not in str(err.value)
+
+
+def test_float64_weights_within_float32_still_load(saved: Path) -> None:  # the twin
+    _weights_to_float64(saved, "value_net.weight", 3e38)
+    _plays(saved)
+
+
+# --- the league's results in state.json ----------------------------------------------------------
+
+def _pool() -> PoolAgent:
+    return PoolAgent(make_agent("random", RULES), num_envs=2, league={"greedy": make_agent("greedy", RULES)})
+
+
+def test_result_counts_that_fit_no_float_are_left_at_zero() -> None:
+    # before: np.isfinite(10**400) raised TypeError: a resume's traceback
+    pool = _pool()
+    pool.load_state({"latest": [10**400, 0, 0], "greedy": [True, 1, 1]})
+    assert not pool.results.any()
+
+
+def test_stored_result_counts_are_still_restored() -> None:  # the twin
+    pool = _pool()
+    pool.load_state({"latest": [3, 0.5, 1], "greedy": [0, 0, 2]})
+    assert pool.results.tolist() == [[3.0, 0.5, 1.0], [0.0, 0.0, 2.0]]
+
+
+# --- search: memory of a large batch -------------------------------------------------------------
+
+def _searched_batches(monkeypatch: pytest.MonkeyPatch, limit: int) -> tuple[list[int], np.ndarray]:
+    """The engine rows of each rollout batch, and the actions, of one act() over 24 games that all
+    have a choice to make (k=8 worlds x n=2 candidates each), with ``MAX_WORLD_ROWS = limit``."""
+    from agents import search
+    from canasta_env.engine import step
+
+    monkeypatch.setattr(search, "MAX_WORLD_ROWS", limit, raising=False)
+    state = init(RULES, 24, 5)
+    step(state, make_agent("heuristic", RULES).act(observe(state, state.current_player),
+                                                   state.legal_action_mask, np.random.default_rng(0)))
+    assert (state.legal_action_mask.sum(axis=1) > 1).all()
+    agent = make_agent("search:k=8,n=2,depth=2", RULES)
+    sizes: list[int] = []
+    rollout = agent._rollout
+    monkeypatch.setattr(agent, "_rollout", lambda st: sizes.append(st.num_games) or rollout(st))
+    acts = agent.act(observe(state, state.current_player), state.legal_action_mask, np.random.default_rng(1))
+    return sizes, acts
+
+
+def test_a_large_batch_is_searched_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: every row's candidates x worlds were one engine batch, so memory grew with the batch:
+    # a 100-deal match at k=1024 held 2.7 GB, 26 MB more per deal (a 1,000-deal gauntlet: ~26 GB)
+    sizes, _ = _searched_batches(monkeypatch, 64)
+    assert len(sizes) == 6 and max(sizes) <= 64, sizes  # 4 rows x 2 candidates x 8 worlds a part
+
+
+def test_searching_in_parts_chooses_the_same_actions(monkeypatch: pytest.MonkeyPatch) -> None:  # twin
+    whole, together = _searched_batches(monkeypatch, 1 << 16)
+    assert whole == [24 * 2 * 8]
+    assert np.array_equal(_searched_batches(monkeypatch, 64)[1], together)
