@@ -61,7 +61,7 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
                          "a checkpoint, zoo:NAME, module:attribute or an entry point")
     if name.startswith("sampled:"):  # a learned policy's sampled play instead of its argmax
         inner = name[len("sampled:"):]  # once: "sampled:sampled:..." nested a call per prefix
-        if inner.startswith("sampled:") or not (inner.startswith("zoo:") or inner not in _REGISTRY
+        if inner.startswith("sampled:") or not (inner.startswith("zoo:") or not _names_agent(inner)
                                                 and _is_path(inner) or _path_like(inner)):
             raise ValueError(f"agent {short_repr(name)}: 'sampled:' takes a learned policy (zoo:NAME or a "
                              f"checkpoint or run folder), not {short_repr(inner)}")
@@ -70,7 +70,7 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         from agents.learned.zoo import zoo_path
 
         return _policy(rules, checkpoint=str(zoo_path(name)), **kwargs)
-    if name not in _REGISTRY and _is_path(name):  # a checkpoint or run directory
+    if not _names_agent(name) and _is_path(name):  # a checkpoint or run directory ("./NAME" if named so)
         return _policy(rules, checkpoint=name, **kwargs)
     if name in _REGISTRY:
         return _REGISTRY[name](rules, **kwargs)
@@ -145,6 +145,14 @@ def _outside_agent(label: str, target: str, rules: RuleSet | str, kwargs: dict[s
     return agent
 
 
+def _names_agent(name: str) -> bool:
+    """Whether ``name`` is an agent's name by its grammar, whatever the working directory holds: a
+    registered name, ``NAME:SPEC`` of a registered family, ``zoo:`` or ``sampled:``. A folder so
+    named (``heuristic:eager``) is not loaded in its place; ``./heuristic:eager`` names the folder."""
+    prefix, colon, _ = name.partition(":")
+    return name in _REGISTRY or bool(colon) and (prefix in _REGISTRY or prefix in ("zoo", "sampled"))
+
+
 def _is_path(name: str) -> bool:
     """Whether ``name`` names an existing file or folder, or a symbolic link (a dangling one too:
     the checkpoint loader says it points nowhere); False for names no path can have: too long, NUL
@@ -161,9 +169,24 @@ def _path_like(name: str) -> bool:
     return ("/" in name or os.sep in name) and name.partition(":")[0] not in _REGISTRY
 
 
+def _check_options(name: str, target: Any, kwargs: dict[str, Any]) -> None:
+    """``ValueError`` naming a keyword option that the built-in agent ``name`` (made by ``target``, a
+    class or function whose ``rules`` the factory passes itself) does not take: a Python caller's
+    misspelt option is a one-line refusal, as the name grammar's unknown option is, not a
+    ``TypeError`` from inside the package."""
+    import inspect
+
+    options = [p for p in inspect.signature(target).parameters if p not in ("self", "rules")]
+    unknown = [key for key in kwargs if key not in options]
+    if unknown:
+        raise ValueError(f"agent {name!r}: unknown option {short_repr(unknown[0])}; options: "
+                         f"{', '.join(options) or 'none'}")
+
+
 def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.rule_based.random import RandomAgent
 
+    _check_options("random", RandomAgent, kwargs)
     load_rules(rules)  # it plays any table, but a name that is no table is still a mistake
     return RandomAgent(**kwargs)
 
@@ -171,28 +194,37 @@ def _random(rules: RuleSet | str, **kwargs: Any) -> Agent:
 def _greedy(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.greedy import GreedyAgent
 
+    _check_options("greedy", GreedyAgent, kwargs)
     return GreedyAgent(rules, **kwargs)
 
 
 def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.rule_based.heuristic import HeuristicAgent
 
+    _check_options("heuristic", HeuristicAgent, kwargs)
     return HeuristicAgent(rules, **kwargs)
 
 
 def _search(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.search import SearchAgent
 
+    _check_options("search", SearchAgent, kwargs)
     return SearchAgent(rules, **kwargs)
 
 
-def _policy(rules: RuleSet | str, *, checkpoint: str | None = None, deterministic: bool = True) -> Agent:
+def _policy(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.learned.policy import load_policy_agent
 
+    _check_options("policy", load_policy_agent, kwargs)
+    checkpoint, deterministic = kwargs.get("checkpoint"), kwargs.get("deterministic", True)
     if checkpoint is None:  # the bare name: "policy" plays a checkpoint, which the name cannot give
         raise ValueError("agent 'policy' needs a checkpoint: name the checkpoint or run folder itself "
                          "(or zoo:NAME), or call make_agent('policy', rules, checkpoint=DIR)")
-    return load_policy_agent(checkpoint, rules, deterministic=deterministic)
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise ValueError(f"agent 'policy': checkpoint = {short_repr(checkpoint)} is not a path")
+    if not isinstance(deterministic, bool):  # a truthy 'no' would play the argmax in silence
+        raise ValueError(f"agent 'policy': deterministic = {short_repr(deterministic)} is not True or False")
+    return load_policy_agent(os.fspath(checkpoint), rules, deterministic=deterministic)
 
 
 register_agent("random", _random)

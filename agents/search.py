@@ -37,6 +37,8 @@ policy is the heuristic by default (deterministic), or a checkpoint played deter
 from __future__ import annotations
 
 import math
+import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -108,8 +110,20 @@ def check_search_options(options: dict[str, Any], where: str = "search",
     (k * n * depth, ``depth=0`` counted as ``max_steps``, the rules' step cap of a hand) exceeds
     ``MAX_WORK``, ``phases`` names no phase or an unknown one, ``rollout`` comes with ``checkpoint``,
     or the rollout policy is itself a search (a search inside every rollout step of a search never
-    finishes a hand: agent names nest at most two deep). ``phases`` is a comma-joined string
-    (from a name) or a sequence; an empty sequence (search no phase) is allowed only as a sequence."""
+    finishes a hand: agent names nest at most two deep). Keyword options get the checks of the name
+    grammar: an ``int`` option takes an integer (not ``16.5``, which ``int`` would truncate, nor a
+    bool), a ``float`` option a number, ``rollout`` a name, ``checkpoint`` a path. ``phases`` is a
+    comma-joined string (from a name) or a sequence; an empty sequence (search no phase) is allowed
+    only as a sequence."""
+    for key, kind in OPTION_TYPES.items():
+        value = options.get(key)
+        if value is None or key == "phases":  # phases: checked by _phase_names below
+            continue
+        wanted = {int: ("an integer", numbers.Integral), float: ("a number", numbers.Real),
+                  str: ("a path" if key == "checkpoint" else "an agent name",
+                        (str, os.PathLike) if key == "checkpoint" else str)}[kind]
+        if not isinstance(value, wanted[1]) or isinstance(value, bool):
+            raise ValueError(f"{where}: {key} = {short_repr(value)} is not {wanted[0]}")
     for key, (low, high) in OPTION_RANGES.items():
         value = options.get(key)
         if value is not None and not low <= value <= high:

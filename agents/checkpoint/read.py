@@ -369,3 +369,12 @@ def _check_layout(file: Path, meta: dict[str, Any], expect: str | Mapping[str, A
         shown = "; ".join(f"{k}: checkpoint {short_repr(have.get(k))}, expected {short_repr(want[k])}"
                           for k in diff)
         raise CheckpointError(f"{file}: layout mismatch: {shown}")
+    policy = meta.get("policy")  # checked by _read_meta: a flat Box in, a Discrete out
+    if isinstance(policy, dict):  # the network's own widths, before its weights are read: a width of
+        # 10**6 lets its files be gigabytes (_check_file_sizes) whatever the layout recorded says
+        widths = {"obs_dim": policy["observation_space"]["shape"][0],
+                  "num_actions": policy["action_space"]["n"]}
+        diff = [k for k in widths if k in want and widths[k] != want[k]]
+        if diff:
+            shown = "; ".join(f"{k}: its network {widths[k]}, expected {short_repr(want[k])}" for k in diff)
+            raise CheckpointError(f"{file}: policy layout mismatch: {shown}")

@@ -118,6 +118,7 @@ from canasta_env.engine.layout import (
     P_PACKS,
     P_RED3_BONUS,
 )
+from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet
 
 __all__ = ["CFG", "KERNEL_CONFIG", "KERNEL_PARAMS", "KERNEL_PIECES", "PARAM", "PIECE", "HeuristicAgent",
@@ -269,6 +270,8 @@ class HeuristicAgent:
                  style: str | None = None) -> None:
         """``style``: a profile of ``agents.rule_based.styles`` with optional field changes (``"eager"``,
         ``"pile_fighter,freeze_pile=6"``); ``config`` and ``style`` are exclusive."""
+        if config is not None and not isinstance(config, HeuristicConfig):
+            raise ValueError(f"heuristic agent: config = {short_repr(config)} is not a HeuristicConfig")
         self.decoder = ObsDecoder(rules)
         self.rules = self.decoder.rules
         if style is not None:

@@ -132,7 +132,8 @@ def style_config(spec: str, rules: RuleSet) -> HeuristicConfig:
     """The config that ``spec`` names: ``PROFILE``, ``PROFILE,FIELD=VALUE,...`` or ``FIELD=VALUE,...``
     over the rules' defaults. Errors name the part of ``spec`` that is wrong."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"heuristic style {short_repr(spec)} is empty; name a profile "
+        what = "is empty" if isinstance(spec, str) else "is not a string"
+        raise ValueError(f"heuristic style {short_repr(spec)} {what}; name a profile "
                          f"({', '.join(STYLES)}) or FIELD=VALUE pairs")
     changes: dict[str, float] = {}
     given: set[str] = set()  # FIELD=VALUE fields: each once (they may override the profile's)

@@ -280,3 +280,93 @@ def test_searching_in_parts_chooses_the_same_actions(monkeypatch: pytest.MonkeyP
     whole, together = _searched_batches(monkeypatch, 1 << 16)
     assert whole == [24 * 2 * 8]
     assert np.array_equal(_searched_batches(monkeypatch, 64)[1], together)
+
+
+# --- keyword options of make_agent -----------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "kwargs", "match"), [
+    ("search", {"k": "16"}, r"^search: k = '16' is not an integer$"),
+    ("search", {"k": 16.5}, r"^search: k = 16.5 is not an integer$"),
+    ("search", {"seed": True}, r"^search: seed = True is not an integer$"),
+    ("search", {"guard": "1"}, r"^search: guard = '1' is not a number$"),
+    ("search", {"checkpoint": 5}, r"^search: checkpoint = 5 is not a path$"),
+    ("search:k=4", {"n": "x"}, r"^search: n = 'x' is not an integer$"),
+    ("search", {"kk": 4}, r"^agent 'search': unknown option 'kk'; options: k, n, depth, "),
+    ("heuristic", {"config": 5}, r"^heuristic agent: config = 5 is not a HeuristicConfig$"),
+    ("heuristic", {"style": 5}, r"^heuristic style 5 is not a string; "),
+    ("greedy", {"style": "eager"}, r"^agent 'greedy': unknown option 'style'; options: none$"),
+    ("zoo:classic_2p", {"deterministic": "no"},
+     r"^agent 'policy': deterministic = 'no' is not True or False$"),
+    ("policy", {"checkpoint": 5}, r"^agent 'policy': checkpoint = 5 is not a path$"),
+])
+def test_keyword_options_of_a_wrong_type_are_refused_in_one_line(name: str, kwargs: dict[str, Any],
+                                                                   match: str) -> None:
+    # before: k="16" and guard="1" raised TypeError from a comparison, k=16.5 and seed=True were
+    # truncated to 16 and 1 in silence, checkpoint=5 and config=5 raised TypeError deep inside, an
+    # unknown keyword a TypeError, and deterministic="no" (truthy) played the argmax in silence
+    with pytest.raises(ValueError, match=match):
+        make_agent(name, RULES, **kwargs)
+
+
+def test_keyword_options_of_the_right_type_still_work(saved: Path) -> None:  # the twin
+    search = make_agent("search", RULES, k=np.int64(4), n=2, depth=4, guard=1, min_gain=0, seed=3)
+    assert (search.k, search.n, search.depth, search.guard) == (4, 2, 4, 1.0)
+    assert make_agent("search:k=4", RULES, n=2, checkpoint=saved).policy.name == "policy:" + saved.name
+    assert make_agent("heuristic", RULES, style="eager").name == "heuristic:eager"
+    assert make_agent("zoo:classic_2p", RULES, deterministic=False).deterministic is False
+    _plays(saved, "search:k=2,n=2,depth=2")
+
+
+# --- the network's described widths against the expected layout -----------------------------------
+
+def _widen(path: Path) -> None:
+    """meta.json describes an observation input of 10**6 (its layout record unchanged), and its policy
+    file grows to what that network could fill (16 MB of zeros, re-hashed)."""
+    meta = json.loads((path / "meta.json").read_text())
+    meta["policy"]["observation_space"]["shape"] = [10**6]
+    (path / "meta.json").write_text(json.dumps(meta))
+    _rewrite(path, "policy.safetensors", bytes(16 << 20))
+
+
+def test_a_network_wider_than_the_layout_is_refused_before_its_weights_are_read(
+        saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: the file-size bound of a 10**6-wide network is gigabytes, and the width was compared
+    # with the table's only after every file was read and hashed
+    from agents.checkpoint import read
+
+    _widen(saved)
+    monkeypatch.setattr(read, "_verify", lambda *a, **k: pytest.fail("a file was read"))
+    with pytest.raises(CheckpointError, match=r"meta.json: policy layout mismatch: obs_dim: its network "
+                                              r"1000000, expected \d+$"):
+        make_agent(str(saved), RULES)
+
+
+def test_a_network_as_wide_as_the_layout_still_loads(saved: Path) -> None:  # the twin
+    from agents.checkpoint import current_layout
+
+    ckpt = load_checkpoint(saved, rules=RULES, expect_layout=current_layout(RULES))
+    assert ckpt.meta["policy"]["observation_space"]["shape"] == [current_layout(RULES)["obs_dim"]]
+    _widen(saved)  # without an expected layout nothing is compared before the weights
+    with pytest.raises(CheckpointError, match="policy.safetensors"):
+        load_checkpoint(saved)
+
+
+# --- a folder named like an agent --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "plays"), [("heuristic:eager", "heuristic:eager"),
+                                              ("search:k=2,n=2,depth=2", "search")])
+def test_an_agent_name_means_the_agent_whatever_folder_is_so_named(
+        saved: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, plays: str) -> None:
+    # before: a checkpoint folder of the working directory named like the agent was played instead
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(saved, tmp_path / name)
+    assert make_agent(name, RULES).name == plays
+
+
+def test_a_folder_named_like_an_agent_is_still_played_by_its_path(
+        saved: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # the twin
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(saved, tmp_path / "heuristic:eager")
+    assert make_agent("./heuristic:eager", RULES).name == "policy:heuristic:eager"
+    assert make_agent("sampled:./heuristic:eager", RULES).deterministic is False
+    _plays(saved, "./heuristic:eager")
