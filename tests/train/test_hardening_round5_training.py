@@ -143,3 +143,97 @@ def test_mmd_config_refuses_a_bool_weight() -> None:
         with pytest.raises(ValueError, match=next(iter(bad))):
             MMDConfig(**bad)
     assert MMDConfig(magnet_coef=1, magnet_step=1).enabled  # the twin: the integer 1
+
+
+@pytest.mark.parametrize("command", ["train", "exploit"])
+def test_init_from_that_is_not_a_checkpoint_names_the_option(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    # the error named only the folder (or meta.json), not the option that pointed there
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = tmp_path / "run"
+    flags = (["exploit", "random", "--budget", "64", "--deals", "1", "--no-progress"] if command == "exploit"
+             else ["train", "--total-timesteps", "128", "--eval-deals", "2", "--progress", "false"])
+    assert cli_main([*flags, "--num-envs", "8", "--run-dir", str(run), "--init-from", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"canasta {command}: error: training option init_from = '"), err
+    assert f"{empty}: neither a checkpoint" in err and err.count("\n") == 1
+    assert not run.exists()
+
+
+def test_init_from_for_other_rules_names_the_option() -> None:
+    from canasta_env.rules import load_rules
+    from train.learning.setup import load_init, stored_net_arch
+
+    arch = stored_net_arch("zoo:classic_2p")
+    assert arch is not None
+    with pytest.raises(ValueError, match=r"^training option init_from = 'zoo:classic_4p': .*meta\.json: "
+                                         r"rules mismatch"):
+        load_init(TrainArgs(init_from="zoo:classic_4p", net_arch=arch), load_rules("classic_2p"))
+    # the twin: the checkpoint for these rules loads
+    assert load_init(TrainArgs(init_from="zoo:classic_2p", net_arch=arch),
+                     load_rules("classic_2p")) is not None
+
+
+def _exploit_reaches(monkeypatch: pytest.MonkeyPatch, flags: list[str]) -> dict[str, Any]:
+    """What ``canasta exploit random FLAGS`` would search or train with, the work itself left out."""
+    from train.cli import exploit
+
+    seen: dict[str, Any] = {}
+
+    def search(o: Any) -> int:
+        seen.update(dataclasses.asdict(o))
+        return 0
+
+    def train(*_: Any, **kwargs: Any) -> Path:
+        seen.update(kwargs)
+        raise ValueError("stopped before training")
+
+    monkeypatch.setattr(exploit, "run_rule_search", search)
+    monkeypatch.setattr(exploit, "train_exploiter", train)
+    cli_main(["exploit", "random", "--budget", "64", "--deals", "1", "--no-progress", *flags])
+    return seen
+
+
+def test_heuristic_exploit_refuses_num_envs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # --num-envs applies to a PPO exploiter only: the rule search ignored it, even a typed 256
+    run = str(tmp_path / "run")
+    for typed in ("256", "8"):
+        assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--num-envs", typed,
+                                              "--run-dir", run]) == {}
+        _one_line_error(capsys, "--num-envs is for a PPO exploiter, not --family heuristic")
+    # the twins: the rule search without it; a PPO exploiter with it, or its default 256
+    assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--run-dir", run])["num_envs"] is None
+    assert _exploit_reaches(monkeypatch, ["--num-envs", "8", "--run-dir", run])["num_envs"] == 8
+    assert _exploit_reaches(monkeypatch, ["--run-dir", run])["num_envs"] == 256
+
+
+def test_heuristic_exploit_refuses_an_agent_twice_in_also(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # the search played each profile against greedy twice for nothing, and the report listed it twice
+    run = str(tmp_path / "run")
+    assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--also", "greedy", "heuristic", "greedy",
+                                          "--run-dir", run]) == {}
+    _one_line_error(capsys, "--also names 'greedy' twice")
+    # the twin: distinct agents
+    assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--also", "greedy", "heuristic",
+                                          "--run-dir", run])["also"] == ["greedy", "heuristic"]
+
+
+def test_league_refuses_an_agent_twice_in_exploiter_also(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from canasta_env.rules import load_rules
+    from train.learning.setup import resolve
+
+    run = tmp_path / "run"
+    base = ["league", "--num-envs", "8", "--n-steps", "16", "--batch-size", "64", "--eval-deals", "2",
+            "--progress", "false", "--total-timesteps", "128", "--run-dir", str(run), "--exploiter-every",
+            "64", "--exploiter-family", "heuristic", "--exploiter-also"]
+    assert cli_main([*base, "greedy", "heuristic", "greedy"]) == 2
+    _one_line_error(capsys, "training option 'exploiter_also' names 'greedy' twice")
+    assert not run.exists()
+    # the twin: distinct agents pass the same check
+    args = TrainArgs(**SMALL, exploiter_every=64, exploiter_family="heuristic",
+                     exploiter_also=["greedy", "heuristic"])
+    assert resolve(args, load_rules("classic_2p"), run, selfplay=True).args is args

@@ -88,6 +88,9 @@ def _check_league(args: TrainArgs, selfplay: bool) -> None:
                          "canasta league, or leave it empty")
     if len(set(args.league)) != len(args.league):
         raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
+    twice = [name for i, name in enumerate(args.exploiter_also) if name in args.exploiter_also[:i]]
+    if twice:  # the search would play it twice for nothing
+        raise ValueError(f"training option 'exploiter_also' names {short_repr(twice[0])} twice")
     if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
         raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
                          "exploiter_family heuristic and exploiter_every, or leave it empty")
@@ -134,10 +137,9 @@ def load_init(args: TrainArgs, rules: RuleSet) -> Any:
     (before the run writes anything), or None."""
     if args.init_from is None:
         return None
-    from agents.checkpoint import current_layout, load_checkpoint, weights_fit
+    from agents.checkpoint import current_layout, weights_fit
 
-    path = init_path(args.init_from)
-    ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules), load_optimizer=False)
+    ckpt = _read_init(args.init_from, rules=rules, expect_layout=current_layout(rules))
     if "policy" not in ckpt.meta or not weights_fit(ckpt, list(args.net_arch)):
         raise ValueError(f"training option init_from = {short_repr(args.init_from)}: its network does not "
                          f"fit net_arch {args.net_arch} ({ckpt.path / 'meta.json'} describes it)")
@@ -159,13 +161,24 @@ def init_path(init_from: str) -> Path:
     return path
 
 
+def _read_init(init_from: str, **checks: Any) -> Any:
+    """The checkpoint ``init_from`` names, its weights verified (``checks``: ``load_checkpoint``'s
+    ``rules`` and ``expect_layout``); the error of one that is not a checkpoint, or not one for these
+    rules, names the option as well as the file, since the user gave the path as ``init_from``."""
+    from agents.checkpoint import load_checkpoint
+
+    path = init_path(init_from)
+    try:
+        return load_checkpoint(path, load_optimizer=False, **checks)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"training option init_from = {short_repr(init_from)}: {exc}") from None
+
+
 def stored_net_arch(init_from: str) -> list[int] | None:
     """The hidden layer sizes of the network ``init_from`` holds (one list for the policy and the
     value network), or None when its description gives none in that form: a run that starts
     from those weights takes their shape instead of its default."""
-    from agents.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint(init_path(init_from), load_optimizer=False)
+    ckpt = _read_init(init_from)
     arch = ckpt.meta.get("policy", {}).get("kwargs", {}).get("net_arch")
     if isinstance(arch, list) and arch and all(isinstance(u, int) and not isinstance(u, bool) for u in arch):
         return list(arch)
