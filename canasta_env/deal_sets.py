@@ -81,11 +81,23 @@ def _digest(orders: npt.NDArray[np.int8], dealers: npt.NDArray[np.int8]) -> str:
     return h.hexdigest()
 
 
+def max_deals(rules: RuleSet) -> int:
+    """The most deals a set of ``rules`` can hold and still load: its orders, a byte a card, stay
+    within ``MAX_MEMBER_BYTES`` (the array's header included), beyond which ``load_deal_set``
+    refuses the file (about 620,000 deals of a 108-card deck, 100,000 of the largest)."""
+    return (MAX_MEMBER_BYTES - _NPY_HEADER_BYTES) // rules.deck_size
+
+
 def make_deal_set(rules: RuleSet | str, count: int, seed: int, version: str = "v1") -> DealSet:
     """``count`` deals written out from ``DealId(seed, i, 0)``; ``ValueError`` at once for a
-    count that is not an integer >= 1 or a version that would not name a loadable set."""
+    count that is not an integer in ``[1, max_deals(rules)]`` (a larger set would take hours to
+    make and could not be loaded) or a version that would not name a loadable set."""
     rules = load_rules(rules)
     count = check_batch_size(count, "make_deal_set", "count")
+    if count > max_deals(rules):
+        raise ValueError(f"make_deal_set: count {count:,} is more than a deal set of {rules.name} can "
+                         f"hold ({max_deals(rules):,} deals of {rules.deck_size} cards; "
+                         f"load_deal_set refuses a larger file)")
     name = f"{rules.name}-{version}"
     if not isinstance(version, str) or not version or len(name) > MAX_NAME_CHARS or not name.isprintable():
         raise ValueError(f"make_deal_set: version {short_repr(version)} is not a printable name that "
@@ -142,6 +154,7 @@ def load_deal_set(name_or_path: str | Path, rules: RuleSet | str) -> DealSet:
 
 
 MAX_MEMBER_BYTES = 64 << 20  # a deal set of 100,000 deals is ~11 MB uncompressed
+_NPY_HEADER_BYTES = 4096  # room for a member's .npy header (numpy writes 128 bytes)
 
 
 def _read_deal_set(path: Path) -> DealSet:

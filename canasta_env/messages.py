@@ -39,6 +39,18 @@ def short_repr(value: Any, limit: int = QUOTE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_choice(value: Any, name: str, choices: tuple[str, ...], where: str = "") -> str:
+    """``value`` if it is one of the strings ``choices``, else a one-line ``ValueError`` naming
+    ``name`` (after ``where: `` when given). ``isinstance`` comes first: ``value in choices`` on a
+    numpy array raises numpy's "truth value of an array is ambiguous", which names no option."""
+    if isinstance(value, str) and value in choices:
+        return value
+    allowed = (" or ".join(map(repr, choices)) if len(choices) == 2
+               else f"one of {', '.join(map(repr, choices))}")
+    prefix = f"{where}: " if where else ""
+    raise ValueError(f"{prefix}{name} must be {allowed}, got {short_repr(value)}")
+
+
 def one_line(exc: BaseException, limit: int = 800) -> str:
     """An exception's message on one line, at most ``limit`` characters."""
     text = " ".join(str(exc).split()) or type(exc).__name__

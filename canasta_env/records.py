@@ -50,6 +50,7 @@ from canasta_env.engine.actions import ACTION_BY_NAME
 from canasta_env.engine.cards import KIND_BY_NAME, KIND_NAMES
 from canasta_env.engine.deal import shuffled_order
 from canasta_env.engine.layout import (
+    EPISODES,
     EV_CONCEALED,
     EV_GAME_END,
     EV_HAND_END,
@@ -165,7 +166,6 @@ KEYS = frozenset({
     "hand_scores", "score_parts", "scores_after", "game_result", "meta",
 })
 DEAL_KEYS = frozenset({"order", "dealer", "deal_id"})
-EPISODES = ("hand", "game")
 INT32 = (-(2**31), 2**31 - 1)  # scores live in the engine's int32 arrays
 MAX_LINE_BYTES = 10 << 20  # a record of a few thousand decisions is ~100 kB
 

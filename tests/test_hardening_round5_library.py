@@ -205,3 +205,139 @@ def test_a_table_size_given_by_name_or_in_full_still_loads() -> None:
     assert load_rules(two, num_players=2) == two  # the same table size
     four = load_rules(two, num_players=4, hand_size=11, draw_count=1, go_out_requires=1, partnerships=True)
     assert (four.hand_size, four.partnerships) == (11, True)
+
+
+# ---- options that are a choice of strings ------------------------------------------------------
+def _learner(**options: object) -> object:
+    from canasta_env.envs.learner import LearnerConfig
+
+    return LearnerConfig(rules="classic_2p", **options)  # type: ignore[arg-type]
+
+
+def _raw_env(**options: object) -> object:
+    from canasta_env.envs.pettingzoo_env import raw_env
+
+    return raw_env("classic_2p", **options)  # type: ignore[arg-type]
+
+
+def _rllib(**options: object) -> object:
+    pytest.importorskip("ray")
+    from canasta_env.envs.rllib_env import CanastaMultiAgentEnv
+
+    return CanastaMultiAgentEnv(options)
+
+
+def _pack(**options: object) -> object:
+    from canasta_env.engine.layout import pack_params
+
+    return pack_params(load_rules("classic_2p"), **options)  # type: ignore[arg-type]
+
+
+CHOICES = [(_pack, "episode", "game"), (_learner, "episode", "game"),
+           (_learner, "reward_mode", "win_loss"), (_learner, "illegal_action", "raise"),
+           (_raw_env, "episode", "game"), (_raw_env, "reward_mode", "win_loss"),
+           (_rllib, "illegal_action", "raise")]
+
+
+@pytest.mark.parametrize(("make", "option", "valid"), CHOICES)
+def test_an_array_for_an_option_choice_is_a_value_error_naming_it(make, option: str,  # type: ignore[no-untyped-def]
+                                                                  valid: str) -> None:
+    """Was: numpy's 'The truth value of an array with more than one element is ambiguous', naming
+    no option (``value not in ("a", "b")`` compares the array element by element)."""
+    with pytest.raises(ValueError, match=f"{option} must be ") as exc:
+        make(**{option: np.array([valid, valid])})
+    _one_line(exc, valid)
+
+
+@pytest.mark.parametrize(("make", "option", "valid"), CHOICES)
+def test_an_option_choice_given_as_a_string_still_works(make, option: str,  # type: ignore[no-untyped-def]
+                                                        valid: str) -> None:  # the twin
+    assert make(**{option: valid}) is not None
+    assert make(**{option: np.str_(valid)}) is not None
+    with pytest.raises(ValueError, match=f"{option} must be ") as exc:  # a wrong string: as before
+        make(**{option: "bogus"})
+    _one_line(exc, "'bogus'")
+
+
+# ---- the last deal index ------------------------------------------------------------------------
+def test_reset_rows_refuses_to_go_past_the_last_deal_index() -> None:
+    """Was: the index wrapped to -2**31, a DealId that redeal refuses ('out of range')."""
+    from canasta_env.engine import DealId, init_from_deals, reset_rows
+
+    state = init_from_deals("classic_2p", [DealId(5, 0, 7), DealId(5, 1, 2**31 - 1)])
+    before = state.data.copy()
+    with pytest.raises(ValueError, match=r"row 1 is at deal index 2,147,483,647") as exc:
+        reset_rows(state, [0, 1])
+    _one_line(exc, "reset_rows", "redeal")
+    assert np.array_equal(state.data, before)  # refused before any row was dealt
+
+
+def test_reset_rows_up_to_the_last_deal_index_still_works() -> None:  # the twin
+    from canasta_env.engine import DealId, init_from_deals, reset_rows
+
+    state = init_from_deals("classic_2p", [DealId(5, 0, 2**31 - 2)])
+    reset_rows(state, [0])
+    assert state.deal_id(0) == DealId(5, 0, 2**31 - 1)
+    replay = init_from_deals("classic_2p", [state.deal_id(0)])  # the address replays
+    assert np.array_equal(replay.data, state.data)
+
+
+# ---- memory for the observations ----------------------------------------------------------------
+def test_init_counts_the_observations_of_its_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: a batch whose rows and masks fit, but not its (B, D) observations, was made and then
+    failed with MemoryError on its first observe."""
+    from canasta_env.engine import core
+
+    probe = init("classic_4p", 2)
+    per_game = (probe.data[0].nbytes + probe.legal_action_mask[0].nbytes
+                + observe(probe, [0, 0])[0].nbytes)
+    monkeypatch.setattr(core, "available_memory", lambda: 1000 * per_game - 1)
+    with pytest.raises(ValueError, match="use a smaller batch") as exc:
+        init("classic_4p", 1000)
+    _one_line(exc, "1,000 classic_4p games")
+
+
+def test_a_batch_and_its_observations_that_fit_still_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    from canasta_env.engine import NUM_ACTIONS, core
+    from canasta_env.engine.core import batch_bytes
+    from canasta_env.engine.layout import P_WIDTH
+    from canasta_env.engine.observation import obs_dim
+    from canasta_env.envs.learner import vector_env_bytes
+
+    params = init("classic_4p", 1).params
+    monkeypatch.setattr(core, "available_memory", lambda: batch_bytes(params, 1000))
+    state = init("classic_4p", 1000)
+    assert observe(state, np.zeros(1000, np.int64)).shape == (1000, obs_dim(params))
+    # a vector env's estimate, which counted the observations already, is as it was
+    width, dim = int(params[P_WIDTH]), obs_dim(params)
+    assert vector_env_bytes(load_rules("classic_4p"), "hand", 10) == 10 * (
+        4 * width + 3 * NUM_ACTIONS + 128 + 16 * dim)
+
+
+# ---- deal set sizes ----------------------------------------------------------------------------
+@pytest.mark.parametrize("count", [2**31 - 1, 621_341])
+def test_make_deal_set_refuses_more_deals_than_a_file_holds(count: int) -> None:
+    """Was: accepted, then hours of dealing (2**31 - 1) or a file load_deal_set refuses (its orders
+    over MAX_MEMBER_BYTES)."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="more than a deal set of classic_2p can hold") as exc:
+        make_deal_set("classic_2p", count, 0)
+    _one_line(exc, "make_deal_set", f"{count:,}", "621,340")
+    assert time.perf_counter() - start < 1
+
+
+def test_a_deal_set_of_the_largest_count_still_saves_and_loads(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The twin: at ``max_deals`` the set is made, and its file loads (a member limit lowered so
+    that the largest set is three deals)."""
+    import canasta_env.deal_sets as ds
+
+    rules = load_rules("classic_2p")
+    monkeypatch.setattr(ds, "MAX_MEMBER_BYTES", ds._NPY_HEADER_BYTES + 3 * rules.deck_size)
+    assert ds.max_deals(rules) == 3
+    with pytest.raises(ValueError, match="can hold"):
+        make_deal_set(rules, 4, 0)
+    ds.save_deal_set(make_deal_set(rules, 3, 0, "big"), tmp_path / "big.npz")
+    assert len(load_deal_set(tmp_path / "big.npz", rules)) == 3

@@ -558,8 +558,11 @@ def _cgroup_available() -> int | None:
 
 def batch_bytes(params: npt.NDArray[np.int32], num_games: int, extra_per_game: int = 0) -> int:
     """Bytes a batch of ``num_games`` needs: the packed rows (``4 * width`` each), the masks, the
-    temporaries of dealing, plus ``extra_per_game`` (a vector env's observation buffers)."""
-    return num_games * (int(params[L.P_WIDTH]) * 4 + NUM_ACTIONS + _ROW_OVERHEAD + extra_per_game)
+    temporaries of dealing, one observation of every row (``observe``'s ``(B, D)`` float32: a
+    batch that fits only without it fails on its first observe), plus ``extra_per_game`` (a vector
+    env's other observation buffers)."""
+    return num_games * (int(params[L.P_WIDTH]) * 4 + NUM_ACTIONS + _ROW_OVERHEAD + 4 * obs_dim(params)
+                        + extra_per_game)
 
 
 def check_memory(needed: int, what: str, fn: str) -> None:
@@ -799,14 +802,22 @@ def reset_rows(state: State, rows: npt.ArrayLike) -> npt.NDArray[np.int32]:
 
 
 def _reset_rows_unchecked(state: State, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
-    """``reset_rows`` for int64 rows known to be in range and distinct (the package's loops)."""
+    """``reset_rows`` for int64 rows known to be in range and distinct (the package's loops). A
+    row at the last deal index (``MAX_GAMES``, as ``_check_deal_id`` allows) is refused before any
+    row is dealt: its next index would wrap to a negative one that ``redeal`` cannot replay."""
     if rows.size == 0:
         return np.zeros(0, dtype=np.int32)
     d = state.data[rows]
+    index = d[:, L.F_DEAL_INDEX]
+    if index.max() >= MAX_GAMES:
+        b = int(rows[int(np.argmax(index))])
+        raise ValueError(f"reset_rows: row {b} is at deal index {MAX_GAMES:,}, the last of "
+                         f"DealId(seed, row, index) (index in [0, 2**31)); redeal it from another "
+                         f"seed or DealId")
     events = np.zeros(rows.size, dtype=np.int32)
     run_rows(state.threads, kernels.deal_kernel, (state.data, state.params),
              (rows, d[:, L.F_SEED_LO].copy(), d[:, L.F_SEED_HI].copy(), d[:, L.F_DEAL_ROW].copy(),
-              d[:, L.F_DEAL_INDEX] + 1, events))
+              index + 1, events))
     _mask_rows(state, rows)
     return events
 

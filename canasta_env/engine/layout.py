@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from canasta_env.engine.cards import NUM_KINDS, NUM_SLOTS
+from canasta_env.messages import check_choice
 from canasta_env.rules import RuleSet
 
 # ---- header fields of a game row -------------------------------------------------------------
@@ -235,6 +236,7 @@ EXH_MODES = ("forced_if_layoff", "forced_if_legal", "optional")
 PICKUP_MODES = ("none", "after_turn", "immediate")
 PICKUP_IMMEDIATE = PICKUP_MODES.index("immediate")  # P3: the foot joins at once
 SEVEN_RULES = ("none", "until_all_players", "until_each_side")
+EPISODES = ("hand", "game")  # pack_params' episode: one hand, or hands to the target (C33)
 
 
 def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
@@ -245,8 +247,7 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     """
     from canasta_env.engine.cards import kinds_per_pack
 
-    if episode not in ("hand", "game"):
-        raise ValueError(f"episode must be 'hand' or 'game', got {episode!r}")
+    check_choice(episode, "episode", EPISODES)
     r = rules.resolved()
     assert r.hand_size is not None and r.draw_count is not None and r.go_out_requires is not None
     p = np.zeros(NUM_PARAMS, dtype=np.int32)

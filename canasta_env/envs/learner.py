@@ -38,9 +38,10 @@ from canasta_env.engine.core import (
     check_memory,
     short_repr,
 )
-from canasta_env.engine.layout import F_DEAL_INDEX, pack_params
+from canasta_env.engine.layout import EPISODES, F_DEAL_INDEX, pack_params
 from canasta_env.engine.observation import obs_dim
 from canasta_env.engine.threads import check_threads
+from canasta_env.messages import check_choice
 from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -103,11 +104,11 @@ def deal_option(deal: object, fn: str) -> DealId | ExplicitDeal | None:
 
 
 def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:
-    """Bytes ``num_envs`` learner envs need: the engine batch plus, per env, four observation
-    buffers (the encoded batch, the copy handed out and the two bounds of the batched space), two
-    more masks and the per-env bookkeeping."""
+    """Bytes ``num_envs`` learner envs need: the engine batch (its observations, the encoded
+    batch, included) plus, per env, three more observation buffers (the copy handed out and the
+    two bounds of the batched space), two more masks and the per-env bookkeeping."""
     params = pack_params(rules, episode)
-    return batch_bytes(params, num_envs, 16 * obs_dim(params) + 2 * NUM_ACTIONS + 64)
+    return batch_bytes(params, num_envs, 12 * obs_dim(params) + 2 * NUM_ACTIONS + 64)
 
 
 def hand_reward(points: npt.ArrayLike, mode: str, scale: float) -> npt.NDArray[np.float64]:
@@ -191,9 +192,8 @@ class LearnerConfig:
                                  f"legal_action_mask, rng), got {type(agent).__name__}")
         for name, value, allowed in (("illegal_action", self.illegal_action, ILLEGAL_POLICIES),
                                      ("reward_mode", self.reward_mode, REWARD_MODES),
-                                     ("episode", self.episode, ("hand", "game"))):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+                                     ("episode", self.episode, EPISODES)):
+            check_choice(value, name, allowed, "LearnerConfig")
         n = self.rules.num_players
         if self.learner_seat is not None:
             self.learner_seat = check_int(self.learner_seat, "learner_seat", "LearnerConfig")

@@ -31,7 +31,7 @@ from canasta_env.engine import (
     step_one,
 )
 from canasta_env.engine.core import check_action, check_seed
-from canasta_env.engine.layout import EV_HAND_END, pack_params
+from canasta_env.engine.layout import EPISODES, EV_HAND_END, pack_params
 from canasta_env.engine.observation import bounds
 from canasta_env.engine.render import render
 from canasta_env.envs.learner import (
@@ -41,7 +41,7 @@ from canasta_env.envs.learner import (
     default_reward_scale,
     hand_reward,
 )
-from canasta_env.messages import short_repr
+from canasta_env.messages import check_choice, short_repr
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -95,11 +95,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if render_mode is not None and render_mode not in ("ansi", "human"):
             raise ValueError(f"canasta_v0: render_mode must be 'ansi' or 'human', got "
                              f"{short_repr(render_mode)}")
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"canasta_v0: reward_mode must be one of {REWARD_MODES}, got "
-                             f"{short_repr(reward_mode)}")
-        if episode not in ("hand", "game"):
-            raise ValueError(f"canasta_v0: episode must be 'hand' or 'game', got {short_repr(episode)}")
+        check_choice(reward_mode, "reward_mode", REWARD_MODES, "canasta_v0")
+        check_choice(episode, "episode", EPISODES, "canasta_v0")
         if not isinstance(omniscient_render, (bool, np.bool_)):
             raise ValueError(f"canasta_v0: omniscient_render must be True or False, got "
                              f"{short_repr(omniscient_render)}")

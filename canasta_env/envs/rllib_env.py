@@ -26,7 +26,7 @@ from canasta_env.engine import NUM_ACTIONS
 from canasta_env.engine.core import check_action, check_seed
 from canasta_env.envs.learner import check_real
 from canasta_env.envs.pettingzoo_env import raw_env
-from canasta_env.messages import missing_extra, short_repr
+from canasta_env.messages import check_choice, missing_extra, short_repr
 from canasta_env.rules import RuleSet, load_rules
 
 try:
@@ -72,9 +72,7 @@ class CanastaMultiAgentEnv(MultiAgentEnv):
         options = {k: config[k] for k in ("episode", "reward_mode", "reward_scale") if k in config}
         self._aec = raw_env(config.get("rules", "classic_2p"), **options)
         self._illegal_action = config.get("illegal_action", "terminate")
-        if self._illegal_action not in ILLEGAL_POLICIES:
-            raise ValueError(f"{FN}: illegal_action must be one of {ILLEGAL_POLICIES}, got "
-                             f"{short_repr(self._illegal_action)}")
+        check_choice(self._illegal_action, "illegal_action", ILLEGAL_POLICIES, FN)
         self._illegal_reward = check_real(config.get("illegal_reward", -1.0), "config 'illegal_reward'", FN)
         self._done = True  # until the first reset
         self.rules: RuleSet = self._aec.rules
