@@ -91,6 +91,9 @@ def default_depth(rules: RuleSet) -> int:
 # Options a name ``search:OPTION=VALUE,...`` may set, with their types (``phases`` joined by ``+``).
 OPTION_TYPES: dict[str, type] = {"k": int, "n": int, "depth": int, "seed": int, "guard": float,
                                  "min_gain": float, "rollout": str, "checkpoint": str, "phases": str}
+# What a keyword option of each type must be (a bool is no integer: True would search one world).
+_KINDS: dict[type, tuple[str, Any]] = {int: ("an integer", numbers.Integral),
+                                       float: ("a number", numbers.Real), str: ("an agent name", str)}
 # Inclusive ranges of the numeric options; a seed is a 63-bit integer (it is mixed into int64 streams).
 OPTION_RANGES: dict[str, tuple[float, float]] = {"k": (1, 1024), "n": (1, 64), "depth": (0, 1000),
                                                  "seed": (0, 2**63 - 1), "guard": (0.0, 100.0),
@@ -119,11 +122,9 @@ def check_search_options(options: dict[str, Any], where: str = "search",
         value = options.get(key)
         if value is None or key == "phases":  # phases: checked by _phase_names below
             continue
-        wanted = {int: ("an integer", numbers.Integral), float: ("a number", numbers.Real),
-                  str: ("a path" if key == "checkpoint" else "an agent name",
-                        (str, os.PathLike) if key == "checkpoint" else str)}[kind]
-        if not isinstance(value, wanted[1]) or isinstance(value, bool):
-            raise ValueError(f"{where}: {key} = {short_repr(value)} is not {wanted[0]}")
+        what, classes = ("a path", (str, os.PathLike)) if key == "checkpoint" else _KINDS[kind]
+        if not isinstance(value, classes) or isinstance(value, bool):
+            raise ValueError(f"{where}: {key} = {short_repr(value)} is not {what}")
     for key, (low, high) in OPTION_RANGES.items():
         value = options.get(key)
         if value is not None and not low <= value <= high:
