@@ -324,7 +324,8 @@ def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) ->
     else:
         raise RulesError(f"rules must be a preset name, a YAML file, a dict or a RuleSet, got "
                          f"{type(spec).__name__} {short_repr(spec)}")
-    _check_table_change(base, overrides, source)
+    if isinstance(spec, RuleSet):
+        _check_table_change(base, overrides, source)
     base.update(overrides)
     if overrides:
         source += f" with overrides {sorted(overrides)}"
@@ -335,9 +336,9 @@ TABLE_SIZE_DEFAULTS = ("partnerships", "hand_size", "draw_count", "go_out_requir
 
 
 def _check_table_change(base: dict[str, Any], overrides: dict[str, Any], source: str) -> None:
-    """Refuse a ``num_players`` override on rules whose table-size options are already filled in
-    (a ``RuleSet``, a record's rules): they would keep the old table's hand size, draws and
-    partnerships in silence, where the same preset loaded by name fills in the new table's."""
+    """Refuse a ``num_players`` override on a loaded ``RuleSet``, whose table-size options are filled
+    in: it would keep the old table's hand size, draws and partnerships in silence, where the same
+    preset loaded by name fills in the new table's (options a file or dict gives stay as given)."""
     if "num_players" not in overrides or overrides["num_players"] == base.get("num_players"):
         return
     kept = [k for k in TABLE_SIZE_DEFAULTS if base.get(k) is not None and k not in overrides]

@@ -190,13 +190,10 @@ def test_render_of_a_row_and_seat_still_works() -> None:  # the twin
 
 
 def test_a_new_table_size_for_filled_in_rules_is_refused() -> None:
-    """A loaded rule set (or a record's rules) has its table-size options filled in: moving it to
-    four players kept 15-card hands and no partnerships in silence."""
-    two = load_rules("classic_2p")
+    """A loaded rule set has its table-size options filled in: moving it to four players kept
+    15-card hands and no partnerships in silence."""
     with pytest.raises(RulesError, match="num_players 4 would keep partnerships, hand_size"):
-        load_rules(two, num_players=4)
-    with pytest.raises(RulesError, match="num_players 4 would keep"):
-        load_rules(two.to_dict(), num_players=4)
+        load_rules(load_rules("classic_2p"), num_players=4)
 
 
 def test_a_table_size_given_by_name_or_in_full_still_loads() -> None:
@@ -205,6 +202,8 @@ def test_a_table_size_given_by_name_or_in_full_still_loads() -> None:
     assert load_rules(two, num_players=2) == two  # the same table size
     four = load_rules(two, num_players=4, hand_size=11, draw_count=1, go_out_requires=1, partnerships=True)
     assert (four.hand_size, four.partnerships) == (11, True)
+    railroad = load_rules("railroad_2p", num_players=6)  # options a preset gives itself stay as given
+    assert railroad.hand_size == load_rules("railroad_2p").hand_size
 
 
 # ---- options that are a choice of strings ------------------------------------------------------

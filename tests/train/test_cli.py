@@ -185,7 +185,8 @@ def test_every_hyphenated_flag_also_parses_under_its_underscored_spelling(name: 
     for a in _shown(sub):
         for flag in (f for f in a.option_strings if "-" in f[2:]):
             old = "--" + flag[2:].replace("-", "_")
-            value = [] if a.nargs == 0 else [str(next(iter(a.choices))) if a.choices else "1"]
+            other = [c for c in a.choices or () if c != a.default]  # a value that is not the default
+            value = [] if a.nargs == 0 else [str(other[0]) if a.choices else "1"]
             new_ns, old_ns = sub.parse_args([*base, flag, *value]), sub.parse_args([*base, old, *value])
             assert vars(new_ns) == vars(old_ns), (flag, old)
             assert getattr(new_ns, a.dest) != a.default, flag

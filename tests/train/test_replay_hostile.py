@@ -46,7 +46,7 @@ def test_markup_in_the_rules_name_is_printed_not_parsed(
         record: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str], name: str) -> None:
     path = tmp_path / "named.jsonl"
-    path.write_text(json.dumps({**record, "rules": {**record["rules"], "name": name}}) + "\n")
+    path.write_text(json.dumps({**record, "preset": name, "rules": {**record["rules"], "name": name}}) + "\n")
     code, out = _replay(path, monkeypatch, capsys)  # before: MarkupError for the closing tags
     assert code == 0 and "Traceback" not in out, out[-800:]
     assert name in out and "Replay matches the record" in " ".join(out.split())
