@@ -65,17 +65,21 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
                                                 and _is_path(inner) or _path_like(inner)):
             raise ValueError(f"agent {short_repr(name)}: 'sampled:' takes a learned policy (zoo:NAME or a "
                              f"checkpoint or run folder), not {short_repr(inner)}")
-        return make_agent(inner, rules, **{**kwargs, "deterministic": False})
+        _not_also(name, kwargs, "deterministic")
+        return make_agent(inner, rules, **kwargs, deterministic=False)
     if name.startswith("zoo:"):  # a checkpoint shipped with the package (agents.learned.zoo)
         from agents.learned.zoo import zoo_path
 
+        _not_also(name, kwargs, "checkpoint")
         return _policy(rules, checkpoint=str(zoo_path(name)), **kwargs)
     if not _names_agent(name) and _is_path(name):  # a checkpoint or run directory ("./NAME" if named so)
+        _not_also(name, kwargs, "checkpoint")
         return _policy(rules, checkpoint=name, **kwargs)
     if name in _REGISTRY:
         return _REGISTRY[name](rules, **kwargs)
     base, _, spec = name.partition(":")
     if base == "heuristic":  # heuristic:PROFILE[,FIELD=VALUE...] (agents.rule_based.styles)
+        _not_also(name, kwargs, "style", "config")
         return _REGISTRY[base](rules, style=spec, **kwargs)
     if base == "search":  # search:OPTION=VALUE,... (agents.search.search_options)
         from agents.search import search_options
@@ -91,6 +95,16 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
         raise ValueError(f"unknown agent {shown}: no such checkpoint or run directory")
     raise ValueError(f"unknown agent {shown}; known: {', '.join(_REGISTRY)}, a checkpoint, zoo:NAME, "
                      "module:attribute or an entry point")
+
+
+def _not_also(name: str, kwargs: dict[str, Any], *keys: str) -> None:
+    """``ValueError`` when a keyword option repeats what the name itself gives (``zoo:NAME`` its
+    checkpoint, ``heuristic:PROFILE`` its style, ``sampled:`` its sampling): two sources of one
+    setting, where Python's own message was a ``TypeError`` about a keyword given twice."""
+    given = [key for key in keys if key in kwargs]
+    if given:
+        raise ValueError(f"agent {short_repr(name)}: the name gives its {given[0]}; do not pass "
+                         f"{given[0]}= too")
 
 
 def _entry_point(name: str) -> str | None:

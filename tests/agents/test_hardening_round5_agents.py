@@ -370,3 +370,20 @@ def test_a_folder_named_like_an_agent_is_still_played_by_its_path(
     assert make_agent("./heuristic:eager", RULES).name == "policy:heuristic:eager"
     assert make_agent("sampled:./heuristic:eager", RULES).deterministic is False
     _plays(saved, "./heuristic:eager")
+
+
+@pytest.mark.parametrize(("name", "option"), [
+    ("zoo:classic_2p", {"checkpoint": "agents/zoo/classic_2p"}),
+    ("sampled:zoo:classic_2p", {"deterministic": True}),
+    ("heuristic:eager", {"style": "hoarder"}),
+    ("heuristic:eager", {"config": None}),
+])
+def test_a_keyword_that_repeats_what_the_name_gives_is_refused(name: str, option: dict) -> None:
+    key = next(iter(option))  # before: a TypeError (a keyword given twice), or sampled: overrode it
+    with pytest.raises(ValueError, match=rf"the name gives its {key}; do not pass {key}= too"):
+        make_agent(name, "classic_2p", **option)
+
+
+def test_keywords_the_name_does_not_give_still_pass() -> None:
+    assert make_agent("zoo:classic_2p", "classic_2p", deterministic=False) is not None
+    assert make_agent("heuristic", "classic_2p", style="eager") is not None
