@@ -105,7 +105,7 @@ from agents.rule_based.heuristic_choices import (
     _fallback_choice,
     _meld_choice,
 )
-from agents.rule_based.heuristic_config import HeuristicConfig
+from agents.rule_based.heuristic_config import HeuristicConfig, check_ranges
 from agents.rule_based.styles import style_config
 from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.cards import CARD_VALUES, SLOT_KIND
@@ -272,6 +272,9 @@ class HeuristicAgent:
         ``"pile_fighter,freeze_pile=6"``); ``config`` and ``style`` are exclusive."""
         if config is not None and not isinstance(config, HeuristicConfig):
             raise ValueError(f"heuristic agent: config = {short_repr(config)} is not a HeuristicConfig")
+        outside = [] if config is None else check_ranges(config)  # as heuristic:FIELD=VALUE is checked
+        if outside:
+            raise ValueError(f"heuristic agent: config {outside[0]}")
         self.decoder = ObsDecoder(rules)
         self.rules = self.decoder.rules
         if style is not None:

@@ -387,3 +387,22 @@ def test_a_keyword_that_repeats_what_the_name_gives_is_refused(name: str, option
 def test_keywords_the_name_does_not_give_still_pass() -> None:
     assert make_agent("zoo:classic_2p", "classic_2p", deterministic=False) is not None
     assert make_agent("heuristic", "classic_2p", style="eager") is not None
+
+
+@pytest.mark.parametrize("change", [{"keep_cards": -5}, {"danger_weight": float("nan")},
+                                    {"wild_keep": 10**6}])
+def test_a_config_outside_the_field_ranges_is_refused(change: dict) -> None:
+    import dataclasses
+
+    from agents.rule_based.heuristic_config import HeuristicConfig
+
+    config = dataclasses.replace(HeuristicConfig.for_rules(load_rules("classic_2p")), **change)
+    with pytest.raises(ValueError, match=rf"heuristic agent: config {next(iter(change))} = .* is outside"):
+        make_agent("heuristic", "classic_2p", config=config)  # heuristic:FIELD=VALUE refused it already
+
+
+def test_a_config_inside_the_field_ranges_still_plays() -> None:
+    from agents.rule_based.heuristic_config import HeuristicConfig
+
+    config = HeuristicConfig.for_rules(load_rules("classic_2p"))
+    assert make_agent("heuristic", "classic_2p", config=config).config == config
