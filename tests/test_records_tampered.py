@@ -57,6 +57,7 @@ def _load(data: dict[str, Any]) -> HandRecord:
 
 
 def _with(data: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of ``data`` with ``changes`` (a value of ``KeyError`` deletes the key)."""
     out = copy.deepcopy(data)
     for key, value in changes.items():
         if value is KeyError:
@@ -67,13 +68,8 @@ def _with(data: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 def _rules(data: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    for key, value in changes.items():
-        if value is KeyError:
-            del out["rules"][key]
-        else:
-            out["rules"][key] = value
-    return out
+    """A copy of the record ``data`` whose rules have ``changes``."""
+    return _with(data, rules=_with(data["rules"], **changes))
 
 
 def test_the_untouched_records_replay(game: list[dict[str, Any]]) -> None:  # the twin of all below

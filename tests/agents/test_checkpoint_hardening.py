@@ -34,10 +34,8 @@ from agents import checkpoint as ck  # noqa: E402
 from agents import make_agent  # noqa: E402
 from agents.checkpoint import (  # noqa: E402
     CheckpointError,
-    build_meta,
     load_checkpoint,
     policy_from_checkpoint,
-    save_checkpoint,
     validate_state,
 )
 from agents.learned.policy import load_policy_agent  # noqa: E402
@@ -45,6 +43,7 @@ from canasta_env.engine import NUM_ACTIONS  # noqa: E402
 from canasta_env.engine.layout import pack_params  # noqa: E402
 from canasta_env.engine.observation import bounds  # noqa: E402
 from canasta_env.rules import load_rules  # noqa: E402
+from tests.tiny_checkpoint import save_tiny_checkpoint  # noqa: E402
 
 RULES = "classic_2p"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -63,18 +62,8 @@ def _policy(**kwargs: Any) -> Any:
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real checkpoint of a tiny policy (net_arch [8, 8]) whose optimizer has taken a step."""
-    policy = _policy(net_arch=[8, 8], activation_fn=torch.nn.ReLU)
-    obs = torch.zeros((2, policy.observation_space.shape[0]))
-    policy.optimizer.zero_grad()
-    policy.predict_values(obs).sum().backward()
-    policy.optimizer.step()
-    meta = build_meta(config={"algo": "ppo"}, rules=RULES, policy=policy)
-    return save_checkpoint(
-        tmp_path_factory.mktemp("orig") / "run", "ckpt_000000064",
-        policy_state=policy.state_dict(), optimizer_state=policy.optimizer.state_dict(),
-        state={"num_timesteps": 64, "n_updates": 1, "opponent_pool": ["ckpt_000000032"],
-               "rng": ck.rng_state()},
-        meta=meta)
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("orig") / "run", RULES, activation_fn=torch.nn.ReLU,
+                                state={"n_updates": 1, "opponent_pool": ["ckpt_000000032"]})
 
 
 @pytest.fixture

@@ -19,16 +19,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-import gymnasium as gym  # noqa: E402
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy  # noqa: E402
-
-from agents import checkpoint as ck  # noqa: E402
 from agents import make_agent  # noqa: E402
-from agents.checkpoint import CheckpointError, build_meta, load_checkpoint, save_checkpoint  # noqa: E402
-from canasta_env.engine import NUM_ACTIONS, init, observe  # noqa: E402
-from canasta_env.engine.layout import pack_params  # noqa: E402
-from canasta_env.engine.observation import bounds  # noqa: E402
+from agents.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from canasta_env.engine import init, observe  # noqa: E402
 from canasta_env.rules import load_rules  # noqa: E402
+from tests.tiny_checkpoint import save_tiny_checkpoint  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
@@ -37,14 +32,8 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real checkpoint of a tiny policy (net_arch [8, 8])."""
-    low, high = bounds(pack_params(load_rules(RULES)))
-    policy = MaskableActorCriticPolicy(gym.spaces.Box(low, high, dtype=np.float32),
-                                       gym.spaces.Discrete(NUM_ACTIONS), lambda _: 3e-4, net_arch=[8, 8])
-    return save_checkpoint(
-        tmp_path_factory.mktemp("orig") / "run", "ckpt_000000064", policy_state=policy.state_dict(),
-        optimizer_state=None, state={"num_timesteps": 64, "rng": ck.rng_state()},
-        meta=build_meta(config={"algo": "ppo"}, rules=RULES, policy=policy))
+    """A real checkpoint of a tiny policy (net_arch [8, 8]), without optimizer state."""
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("orig") / "run", RULES, optimizer=False)
 
 
 @pytest.fixture

@@ -25,17 +25,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-import gymnasium as gym  # noqa: E402
-from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy  # noqa: E402
-
 from agents import checkpoint as ck  # noqa: E402
 from agents import make_agent  # noqa: E402
-from agents.checkpoint import CheckpointError, build_meta, load_checkpoint, save_checkpoint  # noqa: E402
+from agents.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from agents.learned.pool import PoolAgent  # noqa: E402
-from canasta_env.engine import NUM_ACTIONS, init, observe  # noqa: E402
-from canasta_env.engine.layout import pack_params  # noqa: E402
-from canasta_env.engine.observation import bounds  # noqa: E402
+from canasta_env.engine import init, observe  # noqa: E402
 from canasta_env.rules import load_rules  # noqa: E402
+from tests.tiny_checkpoint import save_tiny_checkpoint  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
@@ -45,16 +41,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real checkpoint of a tiny policy (net_arch [8, 8]) whose Adam optimizer took a step."""
-    low, high = bounds(pack_params(load_rules(RULES)))
-    policy = MaskableActorCriticPolicy(gym.spaces.Box(low, high, dtype=np.float32),
-                                       gym.spaces.Discrete(NUM_ACTIONS), lambda _: 3e-4, net_arch=[8, 8])
-    policy.optimizer.zero_grad()
-    policy.predict_values(torch.zeros((2, low.shape[0]))).sum().backward()
-    policy.optimizer.step()
-    return save_checkpoint(
-        tmp_path_factory.mktemp("orig") / "run", "ckpt_000000064", policy_state=policy.state_dict(),
-        optimizer_state=policy.optimizer.state_dict(), state={"num_timesteps": 64, "rng": ck.rng_state()},
-        meta=build_meta(config={"algo": "ppo"}, rules=RULES, policy=policy))
+    return save_tiny_checkpoint(tmp_path_factory.mktemp("orig") / "run", RULES)
 
 
 @pytest.fixture

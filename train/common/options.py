@@ -50,6 +50,16 @@ def check_seed(seed: int | None, flag: str = "--seed") -> None:
         raise ValueError(f"{flag} {seed}: seeds are integers in [0, 2**64)")
 
 
+def repeated(names: Sequence[str]) -> str | None:
+    """The first name that ``names`` holds twice, or None (an agent list played twice for nothing)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 def flag_name(name: str) -> str:
     """``--total-timesteps`` for the option ``total_timesteps`` (hyphens, as in every subcommand)."""
     return "--" + name.replace("_", "-")

@@ -12,6 +12,7 @@ from typing import Any
 
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet
+from train.common.options import repeated
 from train.common.stop_request import StopRequest
 from train.learning.config import IMITATE_LEAGUE, TrainArgs, lean
 
@@ -86,11 +87,11 @@ def _check_league(args: TrainArgs, selfplay: bool) -> None:
     if args.league and not selfplay:
         raise ValueError("training option 'league' names pool members: use canasta selfplay or "
                          "canasta league, or leave it empty")
-    if len(set(args.league)) != len(args.league):
+    if repeated(args.league) is not None:
         raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
-    twice = [name for i, name in enumerate(args.exploiter_also) if name in args.exploiter_also[:i]]
-    if twice:  # the search would play it twice for nothing
-        raise ValueError(f"training option 'exploiter_also' names {short_repr(twice[0])} twice")
+    twice = repeated(args.exploiter_also)
+    if twice is not None:
+        raise ValueError(f"training option 'exploiter_also' names {short_repr(twice)} twice")
     if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
         raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
                          "exploiter_family heuristic and exploiter_every, or leave it empty")
