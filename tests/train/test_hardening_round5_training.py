@@ -221,6 +221,19 @@ def test_heuristic_exploit_refuses_an_agent_twice_in_also(tmp_path: Path, capsys
                                           "--run-dir", run])["also"] == ["greedy", "heuristic"]
 
 
+def test_heuristic_exploit_refuses_the_exploited_agent_in_also(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # the search plays every profile against the agent already: naming it in --also played it twice
+    run = str(tmp_path / "run")
+    assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--also", "heuristic", "random",
+                                          "--run-dir", run]) == {}
+    _one_line_error(capsys, "--also names 'random', the agent being exploited")
+    # the twin: other agents only
+    assert _exploit_reaches(monkeypatch, ["--family", "heuristic", "--also", "heuristic",
+                                          "--run-dir", run])["also"] == ["heuristic"]
+
+
 def test_league_refuses_an_agent_twice_in_exploiter_also(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     from canasta_env.rules import load_rules
