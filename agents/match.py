@@ -257,8 +257,11 @@ def cross_fitted_scale(plain: npt.NDArray[np.float64], correction: npt.NDArray[n
 
 def bootstrap_ci(values: npt.ArrayLike, resamples: int = 2000, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values``."""
+    """Percentile bootstrap interval of the mean of ``values``; NaN from fewer than two values
+    (no spread to resample: one deal's interval was the point itself, as if certain)."""
     x = np.asarray(values, dtype=np.float64)
+    if x.size < 2:
+        return float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
     tail = (1.0 - level) / 2.0 * 100.0

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
-from train.evaluation.ratings import bootstrap_mean_ci, resample_weights
+from train.evaluation.ratings import bootstrap_mean_ci, interval_text, resample_weights
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 from train.evaluation.tournament_report import head_to_head, pair_data
 
@@ -290,7 +290,7 @@ def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, 
 
 def _interval(row: dict[str, Any], key: str, bounds: str, spec: str) -> str:
     """``0.512 [0.470, 0.551]``: a figure of ``row`` and its interval ``{bounds}_lo``, ``{bounds}_hi``."""
-    return f"{row[key]:{spec}} [{row[bounds + '_lo']:{spec}}, {row[bounds + '_hi']:{spec}}]"
+    return f"{row[key]:{spec}} {interval_text(row[bounds + '_lo'], row[bounds + '_hi'], spec)}"
 
 
 def _plain(x: Any) -> Any:

@@ -7,6 +7,7 @@ each duplicate set (all seatings of a deal) together, and all pairs share the re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -102,7 +103,8 @@ class Ratings:
 
 def bt_ratings(pairs: list[PairData], k: int, resamples: int = 2000, seed: int = 0,
                level: float = 0.95, chunk: int = 250) -> Ratings:
-    """Davidson ratings of ``k`` entrants from ``pairs``, intervals from resampling deals."""
+    """Davidson ratings of ``k`` entrants from ``pairs``, intervals from resampling deals (NaN from
+    a single deal)."""
     index = np.array([[p.i, p.j] for p in pairs], dtype=np.int64)
     w = np.stack([p.wins for p in pairs])
     t = np.stack([p.ties for p in pairs])
@@ -116,12 +118,18 @@ def bt_ratings(pairs: list[PairData], k: int, resamples: int = 2000, seed: int =
     samples = np.concatenate(boot) * ELO
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(samples, [tail, 100.0 - tail], axis=0)
+    if w.shape[1] < 2:  # every resample is the one deal: no spread, not a zero-width interval
+        lo, hi = np.full(k, np.nan), np.full(k, np.nan)
     return Ratings(theta[0] * ELO, lo, hi, float(np.exp(log_nu[0])))
 
 
 def bootstrap_mean_ci(values: npt.NDArray[np.float64], weights: npt.NDArray[np.float64],
                       level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the mean of per-deal ``values`` over resample ``weights``."""
+    """Percentile interval of the mean of per-deal ``values`` over resample ``weights``; NaN from
+    fewer than two deals (every resample is the one deal: a 95% interval of zero width was claimed
+    from one deal's outcome)."""
+    if values.size < 2:
+        return float("nan"), float("nan")
     means = weights @ values / values.size
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(means, [tail, 100.0 - tail])
@@ -168,3 +176,9 @@ def deals_to_separate(deal_margins: npt.NDArray[np.float64], target_margin: floa
     sd = float(np.std(deal_margins, ddof=1))
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return int(np.ceil((z * sd / target_margin) ** 2))
+
+
+def interval_text(lo: float, hi: float, spec: str) -> str:
+    """``[lo, hi]`` for a table; ``[-, -]`` for the NaN interval of a single deal (rich reads
+    ``[nan, nan]`` as markup and prints nothing)."""
+    return "[-, -]" if math.isnan(lo) or math.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"

@@ -43,20 +43,24 @@ class Entrant:
 
 def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
     """Entrants from agent names, checkpoint paths or ``(label, agent)`` pairs; repeated names get
-    ``#2``, ``#3`` labels (two copies of ``random`` are two entrants with their own streams)."""
+    ``#2``, ``#3`` labels (two copies of ``random`` are two entrants with their own streams), never
+    one another entrant already holds (``a#2``, ``a``, ``a`` labelled the first and third alike, so
+    their results, ratings and ladder entries were merged)."""
     from agents import make_agent
 
     built: list[Entrant] = []
-    seen: dict[str, int] = {}
+    taken: set[str] = set()
     for e in entrants:
         if isinstance(e, tuple):
             label, agent, spec = str(e[0]), e[1], f"python:{type(e[1]).__name__}"
         else:
             spec = str(e)
             label, agent = spec.rstrip("/"), make_agent(spec, rules)
-        seen[label] = seen.get(label, 0) + 1
-        if seen[label] > 1:
-            label = f"{label}#{seen[label]}"
+        base, n = label, 1
+        while label in taken:
+            n += 1
+            label = f"{base}#{n}"
+        taken.add(label)
         built.append(Entrant(label, spec, agent))
     return built
 
@@ -170,8 +174,24 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
         from train.common.outputs import check_output_file
         from train.evaluation.ladder import read_ladder
 
+        written = ("tournament.json", "hands.tmp", "records.tmp", *OUTPUT_NAMES)
+        if out is not None and Path(ladder).resolve() in {(Path(out) / name).resolve() for name in written}:
+            # results.json replaced the ladder in silence; hands.csv was refused as a ladder after the games
+            raise ValueError(f"--ladder {ladder}: a file the tournament writes in --out {out}; keep the "
+                             "ladder outside the output folder, or name it otherwise")
         read_ladder(Path(ladder))
-        check_output_file(ladder, "--ladder")  # its folder: written after every game
+        if not _made_with_out(Path(ladder).parent, out):
+            check_output_file(ladder, "--ladder")  # its folder: written after the games
+
+
+def _made_with_out(folder: Path, out: str | Path | None) -> bool:
+    """Whether ``folder`` does not exist yet and is the ``out`` folder or one above it, which the
+    tournament makes before any game (``results/ladder.json`` beside ``--out results/run``, the
+    shipped config, was refused on a fresh checkout for its missing folder)."""
+    if out is None or folder.exists():
+        return False
+    target, outdir = folder.resolve(), Path(out).resolve()
+    return target == outdir or target in outdir.parents
 
 
 def _partner(partners: Any, rules: RuleSet) -> tuple[str, Any]:

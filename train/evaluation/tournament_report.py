@@ -24,6 +24,7 @@ from train.evaluation.ratings import (
     bt_ratings,
     deals_to_separate,
     holm,
+    interval_text,
     resample_weights,
     sign_flip_pvalue,
 )
@@ -259,7 +260,7 @@ class TournamentResult:
         skill = {r["entrant"]: r for r in self.openskill_rows}
         for r in sorted(self.rating_rows, key=lambda x: -x["rating"]):
             s = skill.get(r["entrant"], {"mu": math.nan, "sigma": math.nan})
-            t.add_row(r["entrant"], f"{r['rating']:.0f}", f"[{r['lo']:.0f}, {r['hi']:.0f}]",
+            t.add_row(r["entrant"], f"{r['rating']:.0f}", interval_text(r["lo"], r["hi"], ".0f"),
                       f"{s['mu']:.1f}", f"{s['sigma']:.2f}")
         console.print(t)
         h = Table(title="head to head (per deal; p: sign-flip permutation test, Holm-adjusted)")
@@ -270,8 +271,8 @@ class TournamentResult:
             h.add_column(c, justify="left" if c in ("a", "b") else "right")
         for r in self.h2h_rows:
             cells = [r["a"], r["b"], str(r["hands"]),
-                     f"{r['win_rate']:.3f} [{r['win_lo']:.3f}, {r['win_hi']:.3f}]",
-                     f"{r['mean_margin']:.0f} [{r['margin_lo']:.0f}, {r['margin_hi']:.0f}]",
+                     f"{r['win_rate']:.3f} {interval_text(r['win_lo'], r['win_hi'], '.3f')}",
+                     f"{r['mean_margin']:.0f} {interval_text(r['margin_lo'], r['margin_hi'], '.0f')}",
                      f"{r['p_holm']:.4f}"]
             if "deals_needed" in r:
                 cells.append("-" if r["deals_needed"] is None else str(r["deals_needed"]))
