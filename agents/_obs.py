@@ -10,8 +10,8 @@ piece's start in the order of ``PIECE_ORDER`` so that compiled kernels receive i
 The agents' shared input checks live here too, so that every agent refuses the same bad input in
 the same one line: ``check_observations`` (a ``(B, D)`` batch of numbers within the layout's
 bounds: NaN, infinities, another table's observations and a transposed batch are refused),
-``check_legal_mask`` (``(B, NUM_ACTIONS)`` of booleans or 0/1 numbers); an rng's draws are
-checked by ``canasta_env.policy.uniforms``, which the random agent uses too. Each is one cheap
+``check_legal_mask`` (``(B, NUM_ACTIONS)`` of booleans or 0/1 numbers) and an rng's draws
+(``uniforms``), both from ``canasta_env.policy``, where the random agent uses them too. Each is one cheap
 vectorized pass over the batch, and hands the kernels C-contiguous, writeable arrays (a read-only
 or Fortran-ordered one would make numba compile another specialization, 10 s, on the hot path).
 """
@@ -24,7 +24,6 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.layout import (
     P_NOWNERS,
     P_NPLAYERS,
@@ -33,7 +32,7 @@ from canasta_env.engine.layout import (
 )
 from canasta_env.engine.observation import bounds, divisors, obs_dim, spans
 from canasta_env.messages import one_line
-from canasta_env.policy import check_mask
+from canasta_env.policy import check_legal_mask
 from canasta_env.rules import RuleSet, load_rules
 
 # order of the piece offsets handed to the kernels (``ObsDecoder.offsets``)
@@ -166,38 +165,3 @@ def first_row_outside(obs, low, high):
         if not ok:
             return b
     return -1
-
-
-def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.NDArray[np.bool_]:
-    """``legal_action_mask`` as a C-contiguous, writeable ``(rows, NUM_ACTIONS)`` bool array, or a
-    one-line ``ValueError`` starting with ``who``: another shape (``canasta_env.policy.check_mask``),
-    or entries that are neither booleans nor the numbers 0 and 1 (strings, 2, -1, 0.5, NaN: read as
-    booleans, each would make an illegal action legal)."""
-    m = legal_action_mask
-    if (type(m) is np.ndarray and m.dtype == np.bool_ and m.ndim == 2 and m.shape[0] == rows
-            and m.shape[1] == NUM_ACTIONS and m.flags.c_contiguous and m.flags.writeable):
-        return m  # the usual mask, as the engine gives it
-    raw = legal_action_mask if isinstance(legal_action_mask, np.ndarray) else None
-    if raw is None:
-        try:
-            raw = np.asarray(legal_action_mask)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{who}: legal_action_mask is not an array ({one_line(exc, 120)})") from None
-    mask = check_mask(raw if raw.dtype.kind in "biuf" else np.zeros(raw.shape, np.bool_), rows, who)
-    if raw.dtype != np.bool_:
-        if raw.dtype.kind == "O":  # Python booleans or numbers, one object each
-            try:
-                raw = raw.astype(np.float64)
-            except (TypeError, ValueError):
-                raw = None
-        if raw is None or raw.dtype.kind not in "biuf":
-            shown = "object" if raw is None else raw.dtype
-            raise ValueError(f"{who}: legal_action_mask of dtype {shown}; expected booleans (or the "
-                             "numbers 0 and 1)")
-        mask = np.ascontiguousarray(raw, dtype=np.bool_)
-        odd = (raw != 0) & (raw != 1)
-        if odd.any():
-            row, col = (int(i) for i in np.argwhere(odd)[0])
-            raise ValueError(f"{who}: legal_action_mask row {row}, action {col} is {raw[row, col]}; "
-                             "expected booleans (or the numbers 0 and 1)")
-    return mask if mask.flags.writeable else mask.copy()

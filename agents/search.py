@@ -228,7 +228,7 @@ class SearchAgent:
                  min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES) -> None:
         from agents import make_agent
 
-        self.rules = load_rules(rules) if isinstance(rules, str) else rules.resolved()
+        self.rules = load_rules(rules)  # a preset, a file, a dict or a RuleSet, as every agent takes
         if k is None:
             k = default_k(self.rules)
         if depth is None:

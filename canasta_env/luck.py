@@ -63,6 +63,17 @@ class LuckTracker:
     """
 
     def __init__(self, state: State) -> None:
+        """Start on ``state`` right after its deal, one hand per row (``ValueError`` otherwise: the
+        deal's features would be read from hands already played, and a game's next deal, made
+        inside a step, would be missed; either biases the corrections in silence)."""
+        if state.params[L.P_EPISODE_GAME]:
+            raise ValueError("luck correction: the state plays episode='game', whose next hands are dealt "
+                             "inside a step; follow one hand per row (episode='hand')")
+        played = np.flatnonzero(state.data[:, L.F_STEPS] != 0)
+        if played.size:
+            raise ValueError(f"luck correction: row {int(played[0])} has played "
+                             f"{int(state.data[played[0], L.F_STEPS])} decisions of its hand; start the "
+                             "tracker right after the deal")
         self.sides = state.num_sides
         self.players = state.num_players
         self.deck = int(state.params[L.P_DECK])

@@ -16,6 +16,7 @@ from numba import njit
 
 from canasta_env.engine.actions import NUM_ACTIONS
 from canasta_env.engine.rng import GOLDEN, M1, mix64_array
+from canasta_env.messages import one_line
 
 
 class Agent(Protocol):
@@ -111,6 +112,42 @@ def check_mask(legal_action_mask: npt.ArrayLike, rows: int | None, who: str) -> 
     return mask
 
 
+def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.NDArray[np.bool_]:
+    """``legal_action_mask`` as a C-contiguous, writeable ``(rows, NUM_ACTIONS)`` bool array (any
+    number of rows for ``rows=None``), or a one-line ``ValueError`` starting with ``who``: another
+    shape (``check_mask``), or entries that are neither booleans nor the numbers 0 and 1 (strings,
+    2, -1, 0.5, NaN: read as booleans, each would make an illegal action legal). Every agent's
+    ``act`` checks its mask with it, the random agent's too."""
+    m = legal_action_mask
+    if (type(m) is np.ndarray and m.dtype == np.bool_ and m.ndim == 2 and rows in (None, m.shape[0])
+            and m.shape[1] == NUM_ACTIONS and m.flags.c_contiguous and m.flags.writeable):
+        return m  # the usual mask, as the engine gives it
+    raw = legal_action_mask if isinstance(legal_action_mask, np.ndarray) else None
+    if raw is None:
+        try:
+            raw = np.asarray(legal_action_mask)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{who}: legal_action_mask is not an array ({one_line(exc, 120)})") from None
+    mask = check_mask(raw if raw.dtype.kind in "biuf" else np.zeros(raw.shape, np.bool_), rows, who)
+    if raw.dtype != np.bool_:
+        if raw.dtype.kind == "O":  # Python booleans or numbers, one object each
+            try:
+                raw = raw.astype(np.float64)
+            except (TypeError, ValueError):
+                raw = None
+        if raw is None or raw.dtype.kind not in "biuf":
+            shown = "object" if raw is None else raw.dtype
+            raise ValueError(f"{who}: legal_action_mask of dtype {shown}; expected booleans (or the "
+                             "numbers 0 and 1)")
+        mask = np.ascontiguousarray(raw, dtype=np.bool_)
+        odd = (raw != 0) & (raw != 1)
+        if odd.any():
+            row, col = (int(i) for i in np.argwhere(odd)[0])
+            raise ValueError(f"{who}: legal_action_mask row {row}, action {col} is {raw[row, col]}; "
+                             "expected booleans (or the numbers 0 and 1)")
+    return mask if mask.flags.writeable else mask.copy()
+
+
 def uniforms(rng: Any, rows: int, who: str) -> npt.NDArray[np.float64]:
     """One uniform in [0, 1) per row, drawn with ``rng.random(rows)`` (a numpy ``Generator``,
     ``RandomState`` or ``RowRandom``), or a one-line ``ValueError`` starting with ``who``. A
@@ -141,7 +178,7 @@ class RandomAgent:
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: np.random.Generator) -> npt.NDArray[np.int64]:
-        mask = check_mask(legal_action_mask, None, "random: act")
+        mask = check_legal_mask(legal_action_mask, None, "random: act")
         return pick_legal(mask, uniforms(rng, mask.shape[0], "random: act"))  # (it reads u[b])
 
 

@@ -69,7 +69,7 @@ from canasta_env.engine.layout import (
     PART_NAMES,
     pack_params,
 )
-from canasta_env.messages import short_repr
+from canasta_env.messages import one_line, short_repr
 from canasta_env.rules import RulesError, RuleSet, load_rules
 from canasta_env.safe_yaml import decode_text, open_input
 
@@ -368,14 +368,32 @@ def check_record(record: HandRecord, rules: RuleSet) -> None:
 # ---- files -------------------------------------------------------------------------------------
 def write_records(path: str | Path, records: Iterable[HandRecord], *, names: bool = True) -> int:
     """Append records to a JSON-lines file (created if needed) and flush; returns how many. A file
-    that ends mid-line (a write cut short) gets a newline first, so the new records stay readable."""
-    lines = [json.dumps(r.to_json(names), separators=(",", ":")) + "\n" for r in records]
+    that ends mid-line (a write cut short) gets a newline first, so the new records stay readable.
+    Every record is checked to read back (``record_line``) before a line is written."""
+    lines = [record_line(r, names, i) for i, r in enumerate(records)]
     if lines:
         with open(path, "a", encoding="utf-8") as f:
             start = "\n" if _ends_mid_line(f.fileno(), path) else ""
             f.write(start + "".join(lines))
             f.flush()
     return len(lines)
+
+
+def record_line(record: HandRecord, names: bool = True, index: int = 0) -> str:
+    """The JSON line of ``record``, or ``RecordError`` naming it (``index``, its place among those
+    written) when the line would not read back: a record built in code may hold what JSON cannot
+    write (a numpy integer) or what the reader refuses (an action out of range, a score per side
+    too many), and a line the reader refuses hides every line after it in the file."""
+    try:
+        for i, a in enumerate(record.actions):  # (to_json names them: -1 would name the last action)
+            if not _is_int(a) or not 0 <= a < NUM_ACTIONS:
+                raise RecordError(f"action #{i} = {short_repr(a)} is not a Python int in [0, {NUM_ACTIONS})")
+        line = json.dumps(record.to_json(names), separators=(",", ":"))
+        _parse(_load_json(line))
+    except (TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        raise RecordError(f"record {index} ({type(record).__name__}) would not read back, so it is not "
+                          f"written: {one_line(exc, 300)}") from None
+    return line + "\n"
 
 
 def _ends_mid_line(fd: int, path: str | Path) -> bool:
@@ -478,6 +496,8 @@ def replay_step(record: HandRecord, state: State, i: int) -> None:
     if state.terminated[0] or state.truncated[0]:
         raise RecordError(f"{record.describe()}: the hand is over after {i} actions, the record "
                           f"has {len(record.actions)}")
+    if isinstance(action, np.integer):  # a record built in code from an engine array
+        action = int(action)
     if not _is_int(action) or not 0 <= action < NUM_ACTIONS:
         raise RecordError(f"{record.describe()}: action #{i} {short_repr(action)} (out of range) does "
                           f"not replay: actions are integers in [0, {NUM_ACTIONS})")

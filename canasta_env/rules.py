@@ -295,8 +295,10 @@ def _validate(r: RuleSet, source: str) -> None:
            "initial_meld_table", table, "the first row's lower bound must be null (minus infinity)")
     lowers = [lo for lo, _ in table[1:]]
     ints = [x for x in lowers if isinstance(x, int)]
-    _check(len(ints) == len(lowers) and ints == sorted(ints), source,
-           "initial_meld_table", table, "lower bounds must be increasing integers")
+    rising = all(a < b for a, b in zip(ints, ints[1:], strict=False))
+    _check(len(ints) == len(lowers) and rising, source, "initial_meld_table", table,
+           "lower bounds must be increasing integers (a row whose bound repeats the one before is "
+           "never used)")
     hand = r.hand_size if r.hand_size is not None else _default_hand_size(r.num_players)
     _check(hand * r.num_players + r.reserve_size * r.num_players < 52 * r.packs + r.jokers - 10,
            source, "hand_size", r.hand_size, "the deal does not leave a stock")

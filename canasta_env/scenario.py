@@ -181,7 +181,7 @@ def _owner_of(text: str, side: int, prm: np.ndarray, where: str) -> tuple[int, s
     seat = head.strip().upper().removeprefix("P")
     if owners == sides:
         raise ScenarioError(f"{where}: sides own melds in these rules (C14); drop {head.strip()!r}")
-    if not seat.isdigit() or not 0 <= int(seat) < owners or int(seat) % sides != side:
+    if not (seat.isascii() and seat.isdigit()) or not 0 <= int(seat) < owners or int(seat) % sides != side:
         raise ScenarioError(f"{where}: {head.strip()!r} is not a seat of side {side} (seats "
                             f"{list(range(side, owners, sides))}, G2)")
     return int(seat), cards

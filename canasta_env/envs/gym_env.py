@@ -24,7 +24,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from canasta_env.engine import NUM_ACTIONS
+from canasta_env.engine import NUM_ACTIONS, ExplicitDeal, init_from_deals
 from canasta_env.engine.core import check_action, check_batch_size, check_seed
 from canasta_env.engine.layout import pack_params
 from canasta_env.engine.observation import bounds
@@ -74,6 +74,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
             seed = check_seed(seed, "Canasta-v0 reset")
         seat, deal = _episode_options(options, "Canasta-v0 reset", self._core)
         self._over = True  # until the new episode has started: a reset refused below keeps step() refused
+        _check_explicit_deal(deal, "Canasta-v0 reset", self._core)
         super().reset(seed=seed)
         if seed is not None or self._base_seed is None:
             self._base_seed = int(seed) if seed is not None else int(
@@ -138,6 +139,17 @@ def _episode_options(options: dict[str, Any] | None, fn: str, core: LearnerBatch
     seat = options.get("learner_seat")
     deal = options.get("deal")
     return core.check_seat(seat, fn), deal_option(deal, fn)
+
+
+def _check_explicit_deal(deal: object, fn: str, core: LearnerBatch) -> None:
+    """Refuse an ``ExplicitDeal`` that is not a deal of ``core``'s rules (its cards, its dealer)
+    before the reset changes the env's seed, naming the option: checked only when dealt, a bad one
+    had already started the new seed's deals, so later resets no longer continued the env's own."""
+    if isinstance(deal, ExplicitDeal):
+        try:
+            init_from_deals(core.rules, [deal], episode=core.config.episode)
+        except ValueError as exc:
+            raise ValueError(f"{fn}: option 'deal': {str(exc).removeprefix('init_from_deals: ')}") from None
 
 
 class CanastaVectorEnv(VectorEnv):

@@ -137,8 +137,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     @staticmethod
     def action_to_string(action: int) -> str:
-        """Readable name of an action, e.g. ``MELD_NNN_K``."""
-        return ACTION_NAMES[int(action)]
+        """Readable name of an action, e.g. ``MELD_NNN_K``: an integer in ``[0, NUM_ACTIONS)``, else
+        ``ValueError`` (-1 named the last action, 1.7 and ``"3"`` were read as actions 1 and 3)."""
+        a = check_action(action, "canasta_v0 action_to_string")
+        if not 0 <= a < NUM_ACTIONS:
+            raise ValueError(f"canasta_v0 action_to_string: action {a} is out of range: actions are "
+                             f"integers in [0, {NUM_ACTIONS})")
+        return ACTION_NAMES[a]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """New deal: ``reset(seed=s)`` plays DealId(s, 0, 0), later resets DealId(s, 0, k);

@@ -58,6 +58,29 @@ class CanastaVecEnv(VecEnv):
         self.reset_infos = [{} for _ in range(self.num_envs)]
         return obs.copy()
 
+    def set_options(self, options: list[dict[str, Any]] | dict[str, Any] | None = None) -> None:
+        """Options of the next ``reset()`` (``learner_seat``, as ``CanastaVectorEnv.reset`` takes
+        them): one dict for every env, or a list of ``num_envs`` equal dicts; ``ValueError`` at once
+        otherwise. The batch starts every env under one set of options, so a list that gives envs
+        different ones (a seat per env) is refused: env 0's were applied to every env in silence."""
+        fn = "CanastaVecEnv.set_options"
+        if options is None or isinstance(options, dict):
+            super().set_options(options)
+            return
+        if isinstance(options, (str, bytes)) or not isinstance(options, Sequence):
+            raise ValueError(f"{fn}: options must be a dict (every env) or a list of {self.num_envs} "
+                             f"dicts, got {short_repr(options)}")
+        items = list(options)
+        if len(items) != self.num_envs or not all(item is None or isinstance(item, dict) for item in items):
+            raise ValueError(f"{fn}: expected a list of {self.num_envs} dicts (one per env), got "
+                             f"{short_repr(options)}")
+        differs = next((i for i, item in enumerate(items) if not _same_options(item, items[0])), None)
+        if differs is not None:
+            raise ValueError(f"{fn}: env {differs} is given {short_repr(items[differs])}, env 0 "
+                             f"{short_repr(items[0])}: this VecEnv resets every env with the same options "
+                             "(make one env per seat, or give one dict)")
+        super().set_options(items[0])
+
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Env i plays the deals of seed ``seed + i`` from the next ``reset()``; ``ValueError`` at
         once unless every ``seed + i`` is an integer in [0, 2**64)."""
@@ -149,3 +172,11 @@ class CanastaVecEnv(VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None for _ in range(self.num_envs)]
+
+
+def _same_options(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two envs' reset options are the same (values that do not compare are not)."""
+    try:
+        return bool((a or {}) == (b or {}))
+    except (TypeError, ValueError):  # an array inside: its == is elementwise
+        return a is b
