@@ -74,6 +74,30 @@ def limits_of(args: argparse.Namespace) -> Any:
                   header_seconds=args.header_seconds)
 
 
+def check_host(host: str) -> None:
+    """Refuse an empty ``--host``: the system reads it as every interface, so an unset variable
+    (``--host "$HOST"``) exposed the table to the network, printed as ``http://:8000/``."""
+    if not host.strip():
+        raise ValueError(f"--host {host!r}: name an address to listen on (127.0.0.1, or 0.0.0.0 for "
+                         "every interface)")
+
+
+def make_record_dir(text: str) -> Path:
+    """The ``--record-dir`` folder, made if absent; ``ValueError`` naming the option for an empty
+    name (``Path('')`` is the working folder, which filled with games in silence), a file in its
+    place or a folder that cannot be made (under a file, no permission)."""
+    if not text.strip():
+        raise ValueError(f"--record-dir {text!r}: name a folder (. for the working folder)")
+    record_dir = Path(text)
+    if record_dir.exists() and not record_dir.is_dir():
+        raise ValueError(f"--record-dir {record_dir}: not a folder")
+    try:
+        record_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--record-dir {record_dir}: cannot be made: {exc.strerror or exc}") from None
+    return record_dir
+
+
 def build_app(args: argparse.Namespace, limits: Any = None) -> object:
     """The app for these options: rules loaded, every agent built, the record dir made."""
     from canasta_env.rules import load_rules
@@ -85,10 +109,7 @@ def build_app(args: argparse.Namespace, limits: Any = None) -> object:
         raise ValueError("--hands must be at least 1")
     limits = limits or limits_of(args)
     rules = load_rules(args.rules)
-    record_dir = Path(args.record_dir)
-    if record_dir.exists() and not record_dir.is_dir():
-        raise ValueError(f"--record-dir {record_dir}: not a folder")
-    record_dir.mkdir(parents=True, exist_ok=True)
+    record_dir = make_record_dir(args.record_dir)
     if args.partners and not rules.partnerships:
         print(f"canasta serve: --partners ignored: {rules.name} has no partnerships", file=sys.stderr)
     store = GameStore(AgentPool(rules), record_dir, opponents=args.opponent, partner=args.partners,
@@ -105,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     limits = limits_of(args)
+    check_host(args.host)
     sock = bind(args.host, args.port)
     try:
         app = build_app(args, limits)

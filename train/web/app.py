@@ -211,7 +211,8 @@ async def record_hand(request: Request) -> Response:
     def frames() -> dict[str, Any]:
         hands = read_file(record_dir, name)
         if not 0 <= index < len(hands):
-            raise GameError(404, f"{name} has hands 0-{len(hands) - 1}, no hand {short_repr(number, 40)}")
+            held = f"hands 0-{len(hands) - 1}" if hands else "no hands"
+            raise GameError(404, f"{name} has {held}, no hand {short_repr(number, 40)}")
         return {"file": name, "index": index, **hand_frames(hands[index])}
 
     return JSONResponse(await run_in_threadpool(frames))

@@ -46,14 +46,13 @@ from train.play.seats import (
 from train.web.errors import GameError, agent_failed, is_int, log, shown
 from train.web.files import append_text
 from train.web.saved_game import GAME_FORMAT, GAME_VERSION, checked_save
-from train.web.schema import MAX_TEXT
 
 __all__ = ["GAME_ID", "AgentPool", "Game", "GameError", "hint_entry", "web_seats"]
 
 GAME_ID = re.compile(r"[0-9a-f]{16}")
 LOG_SHOWN = 60  # moves of the log sent with each view
 TOP_K = 3
-MAX_FAILURE = MAX_TEXT  # an agent's error as a game keeps it (and its saved file)
+MAX_FAILURE = 500  # an agent's error as a game keeps it (and its saved file)
 
 
 def web_seats(pool: AgentPool, human: int, opponents: Sequence[str], partner: str | None) -> list[Seat]:
@@ -327,6 +326,9 @@ class Game:
             for record in game._step(action, hint):
                 game._hand_over(record)
         game._replaying = False
+        if game.hands_recorded > game.hands_done:  # the hands past them would never be recorded
+            raise ValueError(f"'hands_recorded' {game.hands_recorded} counts more hands than its "
+                             f"actions finish ({game.hands_done})")
         game.log = checked["log"]
         if "rng" in checked:
             game.rng.bit_generator.state = checked["rng"]

@@ -32,6 +32,7 @@ MAX_ACTIONS = 200_000
 MAX_HANDS = 10_000  # the most max_hands a rule set may have
 KEYS = frozenset({"format", "version", "id", "rules", "seats", "human", "seed", "hands", "show_policy",
                   "actions", "hints", "log", "hands_recorded", "rng", "over", "agent_error"})
+REQUIRED = KEYS - {"rng", "over", "agent_error"}  # those three: a file of an older server may lack them
 LOG_KEYS = frozenset({"i", "hand", "seat", "who", "name", "text", "drew", "top"})
 
 
@@ -43,6 +44,9 @@ def checked_save(data: Any, rules: RuleSet, game_id: str, agents: set[str]) -> d
     unknown = sorted(set(data) - KEYS)
     if unknown:
         raise ValueError(f"unknown key(s) {shown(unknown)}")
+    missing = sorted(REQUIRED - set(data))
+    if missing:  # read by name when the game is rebuilt: a KeyError said only 'hands'
+        raise ValueError(f"missing key(s) {', '.join(missing)}")
     if data.get("id") != game_id:
         raise ValueError(f"the file holds game {shown(data.get('id'))}")
     if data.get("rules") != json.loads(json.dumps(rules.to_dict())):  # compared, never loaded
@@ -108,7 +112,7 @@ def _check_seats(data: Any, n: int, agents: set[str]) -> None:
     if not isinstance(seats, list) or len(seats) != n \
             or any((s is None) != (p == human) for p, s in enumerate(seats)):
         raise ValueError(f"'seats' {shown(seats)} is not {n} agent names with null at the human's seat")
-    strangers = [s for s in seats if s is not None and s not in agents]
+    strangers = [s for s in seats if s is not None and (not isinstance(s, str) or s not in agents)]
     if strangers:
         raise ValueError(f"agent {shown(strangers[0])} is not one this server plays "
                          f"({', '.join(sorted(agents))})")

@@ -16,8 +16,10 @@ from typing import Any
 from train.web.errors import is_int, shown
 
 MAX_DEPTH = 64  # a saved game or a record nests 5 deep
-MAX_TEXT = 500  # a move's English text is under 100 characters
-MAX_NAME = 200  # a seat label (an agent name, maybe a checkpoint path), an action name
+# a seat label: an agent name as the server was started with it, a checkpoint path or a rule-space
+# exploiter's every field (docs/training.md shows one of 367 characters); ``GameStore`` refuses longer
+MAX_NAME = 1024
+MAX_TEXT = MAX_NAME + 500  # a move's text is under 100 characters; a hand's end names the seat gone out
 MAX_CHOICES = 10  # the table records 3 top choices
 
 

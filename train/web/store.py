@@ -36,9 +36,18 @@ from train.web.game import GAME_ID, AgentPool, Game, web_seats
 from train.web.limits import Limits
 from train.web.quota import DiskQuota
 from train.web.saved_game import MAX_SAVED_BYTES
-from train.web.schema import loads
+from train.web.schema import MAX_NAME, loads
 
 RESTORE_ERRORS = (ValueError, KeyError, TypeError, IndexError, OverflowError, RecursionError)
+
+
+def check_labels(agents: set[str]) -> None:
+    """Refuse an agent name longer than a saved game or a record may label a seat with
+    (``MAX_NAME``): its games would be saved but never restored, its records never replayed."""
+    long = sorted(a for a in agents if len(a) > MAX_NAME)
+    if long:
+        raise ValueError(f"agent name {shown(long[0])} has {len(long[0])} characters; the web table "
+                         f"labels seats with names of at most {MAX_NAME}")
 
 
 class GameStore:
@@ -49,6 +58,7 @@ class GameStore:
         self.pool, self.record_dir = pool, record_dir
         self.opponents, self.partner = list(opponents), partner
         self.agents = {*self.opponents, *([partner] if partner else [])}  # the only ones a game may name
+        check_labels(self.agents)
         self.hands, self.show_policy = hands, show_policy
         self.limits = limits or Limits()
         self.games_dir = record_dir / "games"
