@@ -31,14 +31,17 @@ from agents.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from canasta_env.records import RecordError, unique_keys
 from train.common.folder_lock import FolderLock
 
 CONFIG_FILE = "config.json"
+EVALUATIONS = "evaluations.jsonl"  # one line per evaluation: steps and each opponent's summary
+EXPLOITERS = "exploiters"  # an exploiter league's exploiter runs and rule-exploiter records
 # What a checkpoint's meta.json "config" holds besides the training options (for the record:
 # train.learning.run_callback.save_run_checkpoint); a resume from it leaves these out.
 CHECKPOINT_EXTRAS = ("reward_scale",)
 # What a run writes besides its checkpoint directories; --overwrite deletes these and nothing else.
-RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl")
+RUN_FILES = (CONFIG_FILE, LATEST, "tb", "eval_records.jsonl", EVALUATIONS, EXPLOITERS)
 
 
 class RunDirError(ValueError):
@@ -65,10 +68,26 @@ def check_run(run: Path, *, resume: bool, overwrite: bool) -> None:
     touches nothing, so a command fails fast before its slow setup."""
     if resume and overwrite:
         raise RunDirError("--resume and --overwrite contradict each other: choose one")
-    if run.exists() and not run.is_dir():
-        raise RunDirError(f"{run}: not a directory")
+    _check_folder(run)
     FolderLock(run, "run directory").probe()
     _check_fits(run, resume, overwrite)
+
+
+def _check_folder(run: Path) -> None:
+    """Refuse a ``run`` that cannot be made a run folder, naming why: a file, a symbolic link to
+    nothing (or a loop; creating the folder failed with "File exists"), a file on its path, or a
+    checkpoint (its run would rewrite it, and replace the new run with it)."""
+    for folder in (run, *run.parents):
+        if folder.is_symlink() and not folder.exists():
+            raise RunDirError(f"{run}: {folder} is a symbolic link to {os.readlink(folder)}, which does not "
+                              "exist or loops; create its target or choose another --run-dir")
+        if folder.exists():
+            if not folder.is_dir():
+                raise RunDirError(f"{run}: not a directory" if folder == run else
+                                  f"{run}: {folder} is a file, not a folder")
+            break
+    if is_complete(run):
+        raise RunDirError(f"{run}: a checkpoint, not a run directory; choose another --run-dir")
 
 
 def open_run(run: Path, *, resume: bool, overwrite: bool) -> FolderLock:
@@ -91,8 +110,9 @@ def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
     if resume and not exists:
         raise RunDirError(f"{run}: --resume, but this folder holds no run (no {CONFIG_FILE}, "
                           "checkpoint or 'latest'); check the path")
-    if exists and not overwrite and (run / LATEST).exists() and not (run / LATEST).is_file():
-        raise RunDirError(f"{run / LATEST}: not a file (it names the latest checkpoint); remove it")
+    for name, holds in ((LATEST, "names the latest checkpoint"), (CONFIG_FILE, "holds the run's options")):
+        if exists and not overwrite and (run / name).exists() and not (run / name).is_file():
+            raise RunDirError(f"{run / name}: not a file (it {holds}); remove it")
     if exists and not (resume or overwrite):
         raise RunDirError(f"{run}: already holds a run; pass --resume to continue it, --overwrite to "
                           "replace it, or choose another --run-dir")
@@ -109,15 +129,18 @@ def read_config(run: Path) -> dict[str, Any]:
     """The run's stored ``config.json`` (empty when there is none)."""
     path = run / CONFIG_FILE
     if not path.is_file():
+        if path.exists():  # a folder or a FIFO: not "missing", and a resume could not rewrite it
+            raise RunDirError(f"{path}: not a file (it holds the run's options); remove it")
         return {}
     try:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=unique_keys)
     except (OSError, ValueError, RecursionError) as exc:  # RecursionError: [[[[... nested deeply
         hint = "; restore it, or remove it to resume with the options of the latest checkpoint" if (
             latest_checkpoint(run) is not None) else ""
-        raise RunDirError(f"{path}: unreadable ({type(exc).__name__}: {exc}){hint}") from None
+        why = str(exc) if isinstance(exc, RecordError) else f"{type(exc).__name__}: {exc}"
+        raise RunDirError(f"{path}: unreadable ({why}){hint}") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{path}: expected a JSON object of training options")
     return data
@@ -128,7 +151,7 @@ def resume_config(run: Path) -> tuple[dict[str, Any], Path]:
     when it is missing, the ones its newest complete checkpoint was saved with (reported on stderr:
     never the defaults in silence)."""
     path = run / CONFIG_FILE
-    if path.is_file() or latest_checkpoint(run) is None:
+    if path.exists() or latest_checkpoint(run) is None:
         return read_config(run), path
     meta = latest_checkpoint(run) / META_FILE  # type: ignore[operator]
     try:
@@ -162,6 +185,8 @@ def resume_checkpoint(run: Path, *, strict: bool) -> Path | None:
     candidates = list_checkpoints(run)
     named = latest_name(run)
     problems: list[str] = []
+    if named is None and os.path.lexists(run / LATEST):
+        problems.append(f"'{LATEST}' holds no checkpoint name of this folder (a path, or empty)")
     if named is not None:
         if (run / named).is_dir():
             candidates = [c for c in candidates if c.name != named] + [run / named]

@@ -43,6 +43,19 @@ def _check_same_network(path: Path, meta: dict[str, Any], policy: Any) -> None:
                                   "network")
 
 
+def _check_same_opponents(path: Path, state: dict[str, Any], pool: Any) -> None:
+    """Refuse to resume a self-play run (its state holds the pool's snapshots or results) without a
+    pool, as ``canasta train`` would: it would train on against ``opponent`` and its next checkpoint
+    would drop the pool, so a later self-play resume starts the pool over."""
+    from agents.checkpoint import STATE_FILE, CheckpointError
+
+    snapshots = state.get("opponent_pool") or []
+    if pool is None and (snapshots or "league_results" in state):
+        raise CheckpointError(f"{path / STATE_FILE}: a self-play run's checkpoint (its opponent pool holds "
+                              f"{len(snapshots)} snapshots); continue it with canasta selfplay or canasta "
+                              "league, nothing was changed")
+
+
 def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool = False,
             args: TrainArgs | None = None) -> bool:
     """Load the checkpoint a resume continues from (``train.common.run_dir.resume_checkpoint``: the latest
@@ -68,6 +81,7 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
         return False
     ckpt = load_checkpoint(path, rules=rules, expect_layout=current_layout(rules))
     validate_state(path, ckpt.state, require=("num_timesteps", "rng"))
+    _check_same_opponents(path, ckpt.state, pool)
     if ckpt.optimizer_state is None:
         raise CheckpointError(f"{path}: holds no optimizer state; a run cannot resume from it")
     try:
@@ -84,7 +98,6 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
             group["lr"] = args.learning_rate
     model.num_timesteps = int(ckpt.state["num_timesteps"])
     model._n_updates = int(ckpt.state.get("n_updates", 0))
-    restore_rng_state(ckpt.state["rng"])
     if pool is not None:
         from agents.learned.policy import load_policy_agent
 
@@ -98,6 +111,7 @@ def restore(model: Any, run: Path, rules: Any, pool: Any = None, *, strict: bool
         results = ckpt.state.get("league_results")
         if isinstance(results, dict):
             pool.load_state(results)
+    restore_rng_state(ckpt.state["rng"])  # last: building the pool's networks draws from torch's RNG
     if args is not None:
         write_config(run, dataclasses.asdict(args))
     return True

@@ -19,6 +19,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.checkpoint import kill_point
+from train.common.run_dir import EVALUATIONS
 from train.learning.setup import RunSetup
 
 
@@ -65,9 +66,6 @@ def evaluate(setup: RunSetup, policy: Any, num_timesteps: int, logger: Any) -> d
     return results
 
 
-EVALUATIONS = "evaluations.jsonl"  # one line per evaluation: steps and each opponent's summary
-
-
 SHOWN_NAME_CHARS = 80  # longer league members (rule parameter specs) are counted, not printed
 
 
@@ -75,7 +73,7 @@ def announce(setup: RunSetup, resumed_at: int) -> None:
     """The first line of a run: where it writes and what it trains against (with a pool: the
     league's members by name, a count of those too long to read there (a rule exploiter's spec
     runs to 600 characters; config.json lists them) and, unless ``latest_ratio`` is 0, the learner
-    itself)."""
+    itself); and that a resume has nothing to train, when the run is already at ``total_timesteps``."""
     args = setup.args
     what = f"resuming at {resumed_at:,} steps" if resumed_at else "starting"
     if setup.pool is None:
@@ -87,6 +85,9 @@ def announce(setup: RunSetup, resumed_at: int) -> None:
         against = "league " + ", ".join(shown + (["itself"] if args.latest_ratio > 0 else []))
     print(f"canasta: {what} run {setup.run} ({args.rules}, algo {args.algo}, {against}, "
           f"{args.total_timesteps:,} learner steps)", flush=True)
+    if resumed_at and resumed_at >= args.total_timesteps:
+        print(f"canasta: the run has trained {resumed_at:,} learner steps, total_timesteps is "
+              f"{args.total_timesteps:,}: nothing to train (raise --total-timesteps to go on)", flush=True)
 
 
 def final_summary(run: Path, steps: int, trained: int, seconds: float) -> str:
