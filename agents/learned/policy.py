@@ -16,8 +16,13 @@ MASKED_LOGIT = -1e8  # an illegal action's logit (sb3-contrib's MaskableCategori
 def masked_logits(policy: Any, observations: Any, legal: Any) -> Any:
     """fp32 action logits of a ``MaskableActorCriticPolicy``'s actor head (features, actor MLP,
     action layer; SB3's distribution objects skipped), illegal actions at ``MASKED_LOGIT``. Torch
-    tensors in and out: the one forward that acting and the ONNX export share."""
-    latent = policy.mlp_extractor.forward_actor(policy.extract_features(observations))
+    tensors in and out: the one forward that acting and the ONNX export share. The features are the
+    actor's, as in SB3's ``get_distribution`` (a policy with ``share_features_extractor=False``
+    gives a pair from ``extract_features``)."""
+    from stable_baselines3.common.policies import BasePolicy
+
+    features = BasePolicy.extract_features(policy, observations, policy.pi_features_extractor)
+    latent = policy.mlp_extractor.forward_actor(features)
     return policy.action_net(latent).float().masked_fill(~legal, MASKED_LOGIT)
 
 

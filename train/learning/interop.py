@@ -12,6 +12,8 @@ training options where ``canasta train`` can resume it.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,43 @@ def check_out(out: str | Path, what: str = "OUT", *, folder: bool = False, sb3: 
         return Path(out)
     if not str(out).strip():
         raise ValueError(f"{what} {short_repr(str(out))}: not a file name")
-    return check_output_file(sb3_path(Path(out)) if sb3 else out, what)
+    path = check_output_file(sb3_path(Path(out)) if sb3 else out, what)
+    if path.exists() and not path.is_file():  # a pipe hung the write; a broken link is --force's
+        raise ValueError(f"{what} {short_repr(str(path))}: not a regular file (a pipe or device); name a "
+                         "file to write")
+    return path
+
+
+def _check_not_source(out: Path, ckpt: Path) -> None:
+    """Refuse an ``out`` that is a file of a checkpoint (a folder holding meta.json) or of the run of
+    ``ckpt``, the checkpoint exported (``--force`` replaced the checkpoint's policy.safetensors with
+    the export: the checkpoint was lost)."""
+    from agents.checkpoint import FILES, META_FILE
+    from train.common.run_dir import RUN_FILES
+
+    target, run = out.resolve(), ckpt.resolve().parent
+    if target.name in FILES and (target.parent / META_FILE).is_file():
+        raise ValueError(f"OUT {out}: a file of the checkpoint {target.parent}; name another file")
+    if target in {run / name for name in RUN_FILES}:
+        raise ValueError(f"OUT {out}: a file of the run {run} it exports; name another file")
+
+
+def _write_atomic(out: Path, write: Callable[[Path], Any]) -> Path:
+    """Call ``write`` on a temporary file beside ``out`` (through a link ``--force`` replaces) and
+    move it onto ``out``: a failed write (a full disk) leaves no half-written file at ``out`` and is
+    one line naming it."""
+    target = out.resolve()
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}{target.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"OUT {out}: cannot write it ({exc.strerror or exc})") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return out
 
 
 def _stored_gamma(ckpt: Any) -> float:
@@ -74,6 +112,7 @@ def export_sb3(source: str, out: str | Path) -> Path:
     from canasta_env.envs.sb3_env import CanastaVecEnv
     out = check_out(out, sb3=True)  # SB3 would make a missing folder
     ckpt, policy, rules = _load(source)
+    _check_not_source(out, ckpt.path)
     cls, kwargs = policy_spec(ckpt.path / META_FILE, ckpt.meta.get("policy"))
     gamma = _stored_gamma(ckpt)
     try:
@@ -84,8 +123,7 @@ def export_sb3(source: str, out: str | Path) -> Path:
         raise CheckpointError(f"{ckpt.path / POLICY_FILE}: does not fit the policy {META_FILE} "
                               f"describes ({one_line(exc, 200)})") from None
     model.num_timesteps = int(ckpt.state.get("num_timesteps", 0))
-    model.save(out)
-    return out
+    return _write_atomic(out, model.save)
 
 
 def sb3_path(out: Path) -> Path:
@@ -124,18 +162,17 @@ def export_onnx(source: str, out: str | Path) -> Path:
     import torch
 
     out = check_out(out)  # before the load: the exporter makes no folder
-    _, policy, _ = _load(source)
+    ckpt, policy, _ = _load(source)
+    _check_not_source(out, ckpt.path)
     module = _masked_logits(policy)
     dim = int(policy.observation_space.shape[0])
     actions = int(policy.action_space.n)
     example = (torch.zeros(2, dim), torch.ones(2, actions, dtype=torch.bool))
     import onnx  # noqa: F401  (the exporter needs it: the 'onnx' extra)
-    torch.onnx.export(module, example, str(out), input_names=["observation", "action_mask"],
-                      output_names=["logits"], dynamic_axes={"observation": {0: "batch"},
-                                                             "action_mask": {0: "batch"},
-                                                             "logits": {0: "batch"}},
-                      dynamo=False)
-    return out
+    return _write_atomic(out, lambda tmp: torch.onnx.export(
+        module, example, str(tmp), input_names=["observation", "action_mask"], output_names=["logits"],
+        dynamic_axes={"observation": {0: "batch"}, "action_mask": {0: "batch"}, "logits": {0: "batch"}},
+        dynamo=False))
 
 
 # Hyperparameters of a MaskablePPO model that become the imported run's training options (a resume
@@ -157,7 +194,7 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
     and exports; its meta.json config then names no net_arch)."""
     from sb3_contrib import MaskablePPO
 
-    from agents.checkpoint import build_meta, checkpoint_name, current_layout, rng_state, save_checkpoint
+    from agents.checkpoint import build_meta, checkpoint_name, current_layout, save_checkpoint
     from canasta_env.rules import load_rules
     from train.common.run_dir import holds_run, open_run, write_config
 
@@ -165,13 +202,12 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
     if holds_run(run):  # open_run's own message offers --resume, which import has not
         raise ValueError(f"RUN_DIR {run}: already holds a run; import writes a new run: choose another "
                          "folder")
+    path = Path(zip_path)
+    _check_zip(path)  # reads the zip's directory only: no pickle is opened before --trust
     if not trust:
         raise ValueError(f"{zip_path}: an SB3 zip holds Python pickles, and loading one runs the code "
                          "inside it; pass --trust if you trust where it came from")
     given, rules = rules, load_rules(rules)
-    path = Path(zip_path)
-    if not path.is_file():
-        raise ValueError(f"{path}: no such model file")
     try:
         model = MaskablePPO.load(path, device="cpu")
     except Exception as exc:  # a zip SB3 cannot read: one line, whatever it raised
@@ -183,19 +219,87 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
         raise ValueError(f"{path}: model spaces (observation {obs_shape}, actions {n}) do not fit "
                          f"{rules.name} (observation ({layout['obs_dim']},), "
                          f"actions {layout['num_actions']})")
+    _check_finite(path, model.policy)
     layers, problem = _trainer_layers(model.policy)
     config = _run_config(model, path, given if isinstance(given, str) else rules.name, run, layers)
+    state = _import_state(path, model)
     with open_run(run, resume=False, overwrite=False):
-        steps = int(model.num_timesteps)
         meta = build_meta(config=config, rules=rules, policy=model.policy,
                           extra={"imported_from": str(path)})
-        state = {"num_timesteps": steps, "n_updates": int(getattr(model, "_n_updates", 0)),
-                 "rng": rng_state(), "opponent_pool": []}
-        ckpt = save_checkpoint(run, checkpoint_name(steps), policy_state=model.policy.state_dict(),
-                               optimizer_state=model.policy.optimizer.state_dict(), state=state, meta=meta)
-        if problem is None:  # after the checkpoint: a failed import leaves no run behind
-            write_config(run, config)
+        try:
+            ckpt = save_checkpoint(run, checkpoint_name(state["num_timesteps"]),
+                                   policy_state=model.policy.state_dict(),
+                                   optimizer_state=model.policy.optimizer.state_dict(), state=state,
+                                   meta=meta)
+            if problem is None:  # after the checkpoint: a failed import leaves no run behind
+                write_config(run, config)
+        except OSError as exc:  # a full disk: name the run, not only errno
+            raise ValueError(f"RUN_DIR {run}: cannot write the imported run ({exc.strerror or exc})"
+                             ) from None
     return ckpt, problem
+
+
+def _import_state(path: Path, model: Any) -> dict[str, Any]:
+    """The imported checkpoint's state.json: the model's counters, checked as the checkpoint loader
+    checks them (a negative or huge num_timesteps wrote a run that no command could load)."""
+    from agents.checkpoint import MAX_COUNTER, rng_state
+
+    counters = {"num_timesteps": getattr(model, "num_timesteps", None),
+                "n_updates": getattr(model, "_n_updates", 0)}
+    for key, value in counters.items():
+        if not _integral(value) or not 0 <= value <= MAX_COUNTER:
+            raise ValueError(f"{path}: its {key} {short_repr(value)} is not an integer in [0, {MAX_COUNTER}]")
+    return {**{key: int(value) for key, value in counters.items()}, "rng": rng_state(), "opponent_pool": []}
+
+
+# What a member of an SB3 zip may declare: the weights and optimizer files (.pth) as a checkpoint's,
+# the JSON of settings and the small text files far less (a 2 MB zip declaring 2 GB of JSON whitespace
+# took 4.5 GB of memory to load).
+_MAX_DATA_BYTES = 1 << 28
+
+
+def _check_zip(path: Path) -> None:
+    """Refuse, from the zip's directory alone, a model file that is not a regular file or a zip,
+    or whose members declare more bytes than a model holds (SB3 reads each whole into memory)."""
+    import zipfile
+
+    from agents.checkpoint import MAX_FILE_BYTES
+
+    if not path.exists():
+        raise ValueError(f"{path}: no such model file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file (a folder, pipe or device); name a MaskablePPO zip")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValueError(f"{path}: not a MaskablePPO model (not a readable zip: {one_line(exc, 120)})"
+                         ) from None
+    for info in members:
+        limit = MAX_FILE_BYTES if info.filename.endswith(".pth") else _MAX_DATA_BYTES
+        if info.file_size > limit:
+            raise ValueError(f"{path}: member {short_repr(info.filename, 80)} declares {info.file_size:,} "
+                             f"bytes, more than a MaskablePPO model's ({limit:,}): not a model")
+
+
+def _check_finite(path: Path, policy: Any) -> None:
+    """Refuse a model whose weights or optimizer state hold NaN or infinity: the checkpoint written
+    would be refused by every command that loads it (a diverged or damaged model)."""
+    import torch
+
+    for what, tree in (("weights hold", policy.state_dict()),
+                       ("optimizer state holds", policy.optimizer.state_dict())):
+        stack = [tree]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif (isinstance(item, torch.Tensor) and item.is_floating_point()
+                  and not bool(item.isfinite().all())):
+                raise ValueError(f"{path}: its {what} NaN or infinite values (a diverged or damaged "
+                                 "model)")
 
 
 def _trainer_layers(policy: Any) -> tuple[list[int] | None, str | None]:
