@@ -85,6 +85,8 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         else:
             self._core.reset_rows(np.array([0]), deal, seat)
         self._over = False
+        if self.render_mode == "human":
+            self.render()
         return self._core.observations()[0], self._info()
 
     def step(self, action: int) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
@@ -99,7 +101,7 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
         info["forced_steps"] = int(out.forced[0])
         info["illegal_action"] = bool(out.illegal[0])
         if self.render_mode == "human":
-            print(self.render())
+            self.render()
         return (out.obs[0], float(out.rewards[0]), bool(out.terminated[0]),
                 bool(out.truncated[0]), info)
 
@@ -113,6 +115,9 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
                 "learner_seat": int(self._core.seat[0]), "deal": tuple(state.deal_id(0))}
 
     def render(self) -> str | None:  # type: ignore[override]
+        """The learner's view as text: returned under ``"ansi"``, printed under ``"human"`` (which
+        ``reset`` and ``step`` also do, as Gymnasium's human mode asks; ``step`` printed it and then
+        ``None``, and ``reset`` drew nothing), ``None`` without a render mode."""
         text = render(self._core.require_state(), 0, player=int(self._core.acting_seat(
             np.array([0]))[0]))
         if self.render_mode == "ansi":
@@ -154,7 +159,8 @@ def _check_explicit_deal(deal: object, fn: str, core: LearnerBatch) -> None:
 
 class CanastaVectorEnv(VectorEnv):
     """``num_envs`` copies of ``Canasta-v0`` on one engine batch (same-step autoreset: a finished
-    env's last observation is in ``infos["final_obs"]`` and the returned one starts its next deal).
+    env's last observation is in ``infos["final_obs"]``, its last info in ``infos["final_info"]``,
+    and the returned ones start its next deal).
 
     ``reset(seed=s)`` gives env i the deals of ``CanastaEnv.reset(seed=s + i)``.
     """
@@ -173,7 +179,6 @@ class CanastaVectorEnv(VectorEnv):
         self.single_observation_space, self.single_action_space = _spaces(self._core)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._np_seed: int | None = None
 
     @property
     def core(self) -> LearnerBatch:
@@ -181,8 +186,9 @@ class CanastaVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
-        """``seed``: an int s (env i plays the deals of seed s + i) or one seed per env, integers
-        in [0, 2**64); ``None`` continues each env's own deals (fresh seeds on the first reset)."""
+        """``seed``: an int s (env i plays the deals of seed s + i; ``np_random_seed`` is s, as
+        Gymnasium's ``VectorEnv.reset`` sets it) or one seed per env, integers in [0, 2**64); ``None``
+        continues each env's own deals (fresh seeds on the first reset)."""
         fn = "CanastaVectorEnv reset"
         seeds = None if seed is None else self._seeds(seed, fn)
         seat, deal = _episode_options(options, fn, self._core)
@@ -195,6 +201,8 @@ class CanastaVectorEnv(VectorEnv):
             seeds = self._seeds(int(np.random.SeedSequence().generate_state(2, np.uint64)[0]
                                     >> np.uint64(1)), fn)
         self._core.reset(seeds, seat)
+        if seed is not None and np.ndim(seed) == 0:  # np_random_seed was a fresh one, not s
+            super().reset(seed=seeds[0])
         return self._core.observations(), self._infos()
 
     def _seeds(self, seed: Any, fn: str) -> list[int]:
@@ -226,6 +234,7 @@ class CanastaVectorEnv(VectorEnv):
             has_final = np.zeros(self.num_envs, dtype=bool)
             has_final[done] = True
             infos["final_obs"], infos["_final_obs"] = final, has_final
+            infos["final_info"], infos["_final_info"] = _final_info(infos, has_final), has_final.copy()
             self._core.reset_rows(done)
             obs = self._core.observations()
             infos.update(self._infos())
@@ -243,6 +252,21 @@ class CanastaVectorEnv(VectorEnv):
         core = getattr(self, "_core", None)  # absent when __init__ refused its arguments
         if core is not None:
             core.state = None
+
+
+def _final_info(infos: dict[str, Any], done: npt.NDArray[np.bool_]) -> dict[str, Any]:
+    """The finished envs' last infos (``done``), batched as Gymnasium's same-step autoreset gives
+    ``infos["final_info"]``: each key's values (zero for the other envs) and its ``_key`` mask. Without
+    it the finished episode's learner seat and action mask were lost: ``infos`` holds the next
+    deal's, and a consumer of the convention found no ``final_info``."""
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_") or key == "final_obs":
+            continue
+        keep = done.reshape(-1, *([1] * (np.ndim(value) - 1)))
+        out[key] = np.where(keep, value, np.zeros_like(value))
+        out[f"_{key}"] = done.copy()
+    return out
 
 
 def make_vector(num_envs: int, rules: Any = "classic_2p", **options: Any) -> CanastaVectorEnv:

@@ -16,7 +16,9 @@ build the list of info dicts. Contract (each point tested):
 * ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` refuse an env index outside
   ``[0, num_envs)`` (``IndexError``); ``set_attr`` refuses a name the env does not have or one that
   fixes its shape (``num_envs``, ``venv``, the spaces): options are fixed at construction; it
-  refuses a ``render_mode`` other than ``None`` (nothing renders; SB3's ``render()`` recursed).
+  refuses a ``render_mode`` other than ``None`` (nothing renders; SB3's ``render()`` recursed);
+* ``reset_infos[i]`` holds env i's ``learner_seat`` and ``action_mask`` at the start of its episode
+  (set by ``reset()`` and by each autoreset), as ``DummyVecEnv`` keeps them.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ class CanastaVecEnv(VecEnv):
 
     def reset(self) -> npt.NDArray[np.float32]:
         seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]  # type: ignore[arg-type]
-        obs, _ = self.venv.reset(seed=seeds, options=self._options[0] or None)
+        obs, infos = self.venv.reset(seed=seeds, options=self._options[0] or None)
         self._reset_seeds()
         self._reset_options()
         self.reset_infos = [{} for _ in range(self.num_envs)]
+        _set_reset_infos(self.reset_infos, infos, range(self.num_envs))
         return obs.copy()
 
     def set_options(self, options: list[dict[str, Any]] | dict[str, Any] | None = None) -> None:
@@ -105,6 +108,7 @@ class CanastaVecEnv(VecEnv):
             if forced[i]:
                 info["forced_steps"] = int(forced[i])
             if dones[i]:
+                _set_reset_infos(self.reset_infos, infos, [i])
                 info["terminal_observation"] = infos["final_obs"][i]
                 info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
                 if infos["illegal_action"][i]:
@@ -172,6 +176,15 @@ class CanastaVecEnv(VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None for _ in range(self.num_envs)]
+
+
+def _set_reset_infos(reset_infos: list[dict[str, Any]], infos: dict[str, Any], envs: Any) -> None:
+    """Put the listed envs' new-episode infos (learner seat, action mask) in ``reset_infos``, as
+    SB3's ``DummyVecEnv`` does at every reset and autoreset (they stayed empty: the seat a random
+    ``learner_seat`` drew for an episode could not be known)."""
+    for i in envs:
+        reset_infos[i] = {"action_mask": infos["action_mask"][i],
+                          "learner_seat": int(infos["learner_seat"][i])}
 
 
 def _same_options(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
