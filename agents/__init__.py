@@ -97,6 +97,43 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
                      "module:attribute or an entry point")
 
 
+def agent_key(name: str, rules: RuleSet | str) -> Any:
+    """What agent ``name`` plays at ``rules``, as a value equal for every spelling of one agent:
+    ``heuristic:eager`` and ``heuristic: eager``, ``search:k=8,n=2`` and ``search:n=2,k=8`` (options
+    at their defaults or not), ``zoo:NAME`` and its folder, ``runs/x`` and ``./runs/x/``. The checks
+    that refuse an agent named twice compare these (a spelling apart played one agent twice, or
+    against itself). A name ``make_agent`` would refuse is its own key, for it to refuse."""
+    try:
+        return _agent_key(name, load_rules(rules))
+    except (ValueError, OSError):
+        return name
+
+
+def _agent_key(name: str, rules: RuleSet) -> Any:
+    """``agent_key`` of ``name``; ``ValueError`` for a name it cannot read."""
+    if name.startswith("sampled:"):
+        return "sampled", _agent_key(name[len("sampled:"):], rules)
+    if name.startswith("zoo:"):
+        from agents.learned.zoo import zoo_path
+
+        return "checkpoint", zoo_path(name).resolve()
+    if not _names_agent(name) and _is_path(name):
+        return "checkpoint", Path(name).resolve()
+    base, colon, spec = name.partition(":")
+    if name == "heuristic" or colon and base == "heuristic":
+        return "heuristic", make_agent(name, rules).config  # type: ignore[attr-defined]
+    if name == "search" or colon and base == "search":
+        from agents.search import DEFAULT_GUARD, DEFAULT_N, PHASES, default_depth, default_k, search_options
+
+        o = search_options(spec) if colon else {}
+        phases = frozenset(p.strip() for p in o["phases"].split(",")) if "phases" in o else frozenset(PHASES)
+        rollout = o.get("checkpoint") or o.get("rollout") or "heuristic"
+        return ("search", o.get("k", default_k(rules)), o.get("n", DEFAULT_N),
+                o.get("depth", default_depth(rules)), o.get("seed", 0), float(o.get("guard", DEFAULT_GUARD)),
+                float(o.get("min_gain", 0.0)), phases, _agent_key(rollout.strip(), rules))
+    return name
+
+
 def _not_also(name: str, kwargs: dict[str, Any], *keys: str) -> None:
     """``ValueError`` when a keyword option repeats what the name itself gives (``zoo:NAME`` its
     checkpoint, ``heuristic:PROFILE`` its style, ``sampled:`` its sampling): two sources of one
@@ -248,4 +285,4 @@ register_agent("search", _search)  # options: k, n, depth, guard, min_gain, phas
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 set_agent_factory(make_agent)  # the env adapters' opponents by name (canasta_env.policy.agent_by_name)
 
-__all__ = ["ENTRY_POINT_GROUP", "AgentFactory", "agent_names", "make_agent", "register_agent"]
+__all__ = ["ENTRY_POINT_GROUP", "AgentFactory", "agent_key", "agent_names", "make_agent", "register_agent"]

@@ -151,6 +151,23 @@ def checked_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt
     return check_actions(got, mask.shape[0], f"agent {name}: act()")
 
 
+def checked_legal_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                      rng: Any) -> npt.NDArray[np.int64]:
+    """``checked_act`` where every row of ``mask`` has a legal action, and each action must be one of
+    them: a ``ValueError`` naming the agent, the action and the row otherwise. For the loops that
+    step the engine without its own check (a search's rollouts, a pool's members), where an
+    illegal action failed later, elsewhere, or not at all."""
+    acts = checked_act(agent, name, obs, mask, rng)
+    fits = (acts >= 0) & (acts < mask.shape[1])
+    legal = fits.copy()
+    legal[fits] = mask[np.flatnonzero(fits), acts[fits]]
+    if not legal.all():
+        row = int(np.flatnonzero(~legal)[0])
+        raise ValueError(f"agent {name}: act() chose action {int(acts[row])} for row {row}, which is not "
+                         "legal there")
+    return acts
+
+
 def _outcomes(state: Any, decisions: npt.NDArray[np.int64], pile_takes: npt.NDArray[np.int64],
               records: list[Any], luck: npt.NDArray[np.float64] | None) -> GameOutcomes:
     """The outcomes of ``play_games`` from its finished state."""

@@ -243,6 +243,8 @@ class SearchAgent:
                               else make_agent("heuristic" if rollout is None else rollout, self.rules))
         if isinstance(self.policy, SearchAgent):  # a search by another name (module:attribute, ...)
             raise _nested_search("search", rollout)
+        shown = short_repr(checkpoint if checkpoint is not None else rollout or "heuristic")
+        self._rollout_name = f"{shown} (rollout of search)"
         self.guard, self.min_gain = float(guard), float(min_gain)
         names = _phase_names(phases, "search")
         self.phases = np.array([p in names for p in PHASES] + [False], dtype=np.bool_)
@@ -272,9 +274,18 @@ class SearchAgent:
                 raise WorldError(f"{who}: observation row {int(part[exc.row])}: {exc.reason}") from None
         rest = np.flatnonzero(multi & ~searched)
         if rest.size:
-            out[rest] = np.asarray(self.policy.act(obs[rest], mask[rest],
-                                                   np.random.default_rng(0)), np.int64)
+            out[rest] = self._policy_act(obs[rest], mask[rest], np.random.default_rng(0))
         return out
+
+    def _policy_act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], rng: Any
+                    ) -> npt.NDArray[np.int64]:
+        """The rollout policy's action for each row of ``mask``, checked as a match checks an agent's
+        (``agents.match.checked_legal_act``, naming the rollout agent). Unchecked, a user's rollout
+        agent returning floats was truncated in silence, and an illegal or out-of-range action failed
+        as an ``IndexError`` or as an illegal move of the search itself."""
+        from agents.match import checked_legal_act
+
+        return checked_legal_act(self.policy, self._rollout_name, obs, mask, rng)
 
     def candidates(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
                    ) -> list[npt.NDArray[np.int64]]:
@@ -286,7 +297,7 @@ class SearchAgent:
             open_rows = np.flatnonzero(left.any(axis=1))
             if open_rows.size == 0:
                 break
-            chosen = np.asarray(self.policy.act(obs[open_rows], left[open_rows], quiet), np.int64)
+            chosen = self._policy_act(obs[open_rows], left[open_rows], quiet)
             for r, a in zip(open_rows, chosen, strict=True):
                 picks[r].append(int(a))
                 left[r, a] = False
@@ -359,7 +370,7 @@ class SearchAgent:
                 break
             movers = state.current_player[live].astype(np.int64)
             obs = _observe_unchecked(state, movers, live)
-            acts = np.asarray(self.policy.act(obs, state.legal_action_mask[live], quiet), np.int64)
+            acts = self._policy_act(obs, state.legal_action_mask[live], quiet)
             _step_unchecked(state, acts, live)
         scores = state.hand_scores.astype(np.float64)
         unfinished = np.flatnonzero(~state.terminated)

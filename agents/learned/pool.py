@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from canasta_env.messages import short_repr
 from canasta_env.policy import Agent
 
 # Results count half as much after this many newer episodes against the pool (prioritized sampling
@@ -119,6 +120,11 @@ class PoolAgent:
 
     def act(self, observations: npt.NDArray[np.float32], legal_action_mask: npt.NDArray[np.bool_],
             rng: Any) -> npt.NDArray[np.int64]:
+        """Each row's action by the member its episode plays, checked (``checked_legal_act``): a
+        member failing is one line naming it (a league member's floats were truncated into actions
+        in silence, its illegal action named no agent)."""
+        from agents.match import checked_legal_act
+
         rows = getattr(rng, "rows", None)
         members = (np.zeros(len(legal_action_mask), dtype=np.int64) if rows is None
                    else np.minimum(self.assignment[rows], len(self.members) - 1))
@@ -126,5 +132,7 @@ class PoolAgent:
         for m in np.unique(members):
             sel = np.flatnonzero(members == m)
             sub = rng.subset(sel) if rows is not None else rng
-            out[sel] = self.members[int(m)].act(observations[sel], legal_action_mask[sel], sub)
+            who = f"{short_repr(self.names[int(m)])} (pool member)"
+            out[sel] = checked_legal_act(self.members[int(m)], who, observations[sel],
+                                         legal_action_mask[sel], sub)
         return out

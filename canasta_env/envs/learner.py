@@ -41,7 +41,7 @@ from canasta_env.engine.core import (
 from canasta_env.engine.layout import EPISODES, F_DEAL_INDEX, pack_params
 from canasta_env.engine.observation import obs_dim
 from canasta_env.engine.threads import check_threads
-from canasta_env.messages import check_choice
+from canasta_env.messages import check_choice, one_line
 from canasta_env.policy import Agent, RandomAgent, RowRandom, legal_counts, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
@@ -436,17 +436,13 @@ class LearnerBatch:
             acts = np.empty(todo.size, dtype=np.int64)
             is_auto = auto[todo]
             acts[is_auto] = state.legal_action_mask[act_rows[todo[is_auto]]].argmax(axis=1)
-            for agent, pick in self._agent_groups(act_rows, cur, todo[~is_auto]):
+            for role, agent, pick in self._agent_groups(act_rows, cur, todo[~is_auto]):
                 sub = act_rows[pick]
                 obs = (_observe_unchecked(state, cur[pick], sub)
                        if getattr(agent, "needs_observations", True)
                        else np.empty((sub.size, 0), dtype=np.float32))
-                chosen = np.asarray(agent.act(obs, state.legal_action_mask[sub],
-                                              self.agent_rng.subset(sub)))  # type: ignore[arg-type]
-                if chosen.dtype.kind not in "iu" or chosen.shape != (sub.size,):
-                    raise ValueError(f"agent {type(agent).__name__} returned {short_repr(chosen)} "
-                                     f"for {sub.size} rows; expected {sub.size} integer actions")
-                acts[np.searchsorted(todo, pick)] = np.minimum(chosen, NUM_ACTIONS)
+                acts[np.searchsorted(todo, pick)] = _injected_act(
+                    role, agent, obs, state.legal_action_mask[sub], self.agent_rng.subset(sub), sub)
             result = _step_unchecked(state, acts, act_rows[todo])
             if result.illegal.any():
                 b = int(act_rows[todo[np.flatnonzero(result.illegal)[0]]])
@@ -457,13 +453,39 @@ class LearnerBatch:
         return reward, forced
 
     def _agent_groups(self, rows: npt.NDArray[np.int64], cur: npt.NDArray[np.int64],
-                      pick: npt.NDArray[np.int64]) -> list[tuple[Agent, npt.NDArray[np.int64]]]:
+                      pick: npt.NDArray[np.int64]) -> list[tuple[str, Agent, npt.NDArray[np.int64]]]:
+        """(role, agent, positions in ``pick``) of each injected agent with rows to play."""
         if not pick.size:
             return []
         partners = cast(Agent | None, self.config.partners)  # names were resolved at construction
         opponent = cast(Agent, self.config.opponent)
         if partners is None:
-            return [(opponent, pick)]
+            return [("opponent", opponent, pick)]
         own_side = (cur[pick] % self.num_sides) == (self.seat[rows[pick]] % self.num_sides)
-        groups = [(partners, pick[own_side]), (opponent, pick[~own_side])]
-        return [(agent, p) for agent, p in groups if p.size]
+        groups = [("partners", partners, pick[own_side]), ("opponent", opponent, pick[~own_side])]
+        return [(role, agent, p) for role, agent, p in groups if p.size]
+
+
+def _injected_act(role: str, agent: Agent, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                  rng: RowRandom, envs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The ``role`` agent's legal action in each of ``envs``; a one-line ``ValueError`` naming the
+    role and the agent's class when ``act`` raises (a training run ended in a traceback), returns
+    other than one integer per env, or an action ``mask`` does not allow (``IllegalActionError``,
+    naming the env and the action; it named neither the agent nor its role)."""
+    who = f"{role} agent {type(agent).__name__}"
+    try:
+        chosen = np.asarray(agent.act(obs, mask, rng))  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the user's agent: one line, whatever it raised (sys.exit too)
+        raise ValueError(f"{who}: act() raised {type(exc).__name__}: {one_line(exc)}") from exc
+    if chosen.dtype.kind not in "iu" or chosen.shape != (envs.size,):
+        raise ValueError(f"{who} returned {short_repr(chosen)} for {envs.size} rows; expected {envs.size} "
+                         "integer actions")
+    legal = (chosen >= 0) & (chosen < NUM_ACTIONS)
+    legal[legal] = mask[np.flatnonzero(legal), chosen[legal]]
+    if not legal.all():
+        i = int(np.flatnonzero(~legal)[0])
+        raise IllegalActionError(f"{who} chose action {int(chosen[i])} in env {int(envs[i])}, which is not "
+                                 "legal there")
+    return chosen.astype(np.int64, copy=False)

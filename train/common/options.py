@@ -60,6 +60,31 @@ def repeated(names: Sequence[str]) -> str | None:
     return None
 
 
+def repeated_agent(names: Sequence[str], rules: Any) -> tuple[str, str] | None:
+    """The first two of ``names`` that name one agent at ``rules``, however spelt
+    (``agents.agent_key``: ``heuristic:eager`` and ``heuristic: eager``, a folder with and without
+    its ``/``), or None."""
+    from agents import agent_key
+
+    seen: dict[Any, str] = {}
+    for name in names:
+        key = agent_key(name, rules)
+        if key in seen:
+            return seen[key], name
+        seen[key] = name
+    return None
+
+
+def twice_message(option: str, pair: tuple[str, str]) -> str:
+    """``OPTION names 'X' twice``, or, for two spellings of one agent, both of them."""
+    from canasta_env.messages import short_repr
+
+    first, second = pair
+    if first == second:
+        return f"{option} names {short_repr(first)} twice"
+    return f"{option} names one agent twice, as {short_repr(first)} and {short_repr(second)}"
+
+
 def flag_name(name: str) -> str:
     """``--total-timesteps`` for the option ``total_timesteps`` (hyphens, as in every subcommand)."""
     return "--" + name.replace("_", "-")

@@ -267,17 +267,22 @@ def crossplay(rules: RuleSet | str, agents: Sequence[Any], opponents: Sequence[A
         for i, j in itertools.product(range(k), repeat=2):
             plan = dataclasses.replace(base, second_seat=(0 if i == j else 2, 3 if len(foes) == 2 else 1))
             roster = [team[i], foes[0], team[j], foes[-1]]
-            cell, wins[i, j], margins[i, j] = _play_pair(rules, roster, plan, deal_source, seed, resamples)
+            names = [labels[i], opponent_labels[0], labels[j], opponent_labels[-1]]
+            cell, wins[i, j], margins[i, j] = _play_pair(rules, roster, plan, deal_source, seed, resamples,
+                                                         names)
             cells.append({"p1": labels[i], "p2": labels[j], "self": i == j, **cell})
             bar.update(deals * base.games_per_deal)
     return CrossplayResult(rules.name, labels, opponent_labels, deals, seed, resamples, cells, wins, margins)
 
 
 def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, seed: int,
-               resamples: int) -> tuple[dict[str, Any], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """One cell: its figures (as a tournament's head-to-head row) and its per-deal wins and margins."""
+               resamples: int, names: list[str] | None = None
+               ) -> tuple[dict[str, Any], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """One cell: its figures (as a tournament's head-to-head row) and its per-deal wins and margins.
+    ``names``: the roster's labels, by which an agent failing in play is named (else ``#2 (Boom)``,
+    its place in the roster)."""
     pieces = [play_unit(rules, roster, plan, 0, np.arange(s, min(s + DEALS_PER_UNIT, plan.deals)),
-                        deal_source, seed)[0] for s in range(0, plan.deals, DEALS_PER_UNIT)]
+                        deal_source, seed, names=names)[0] for s in range(0, plan.deals, DEALS_PER_UNIT)]
     hands = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
     pair = pair_data(plan, hands, 2)[0]  # entrant 0 (the side of P1 and P2) against entrant 1
     row = head_to_head([pair], ["side", "opponents"], resamples, seed, None)[0]

@@ -65,6 +65,20 @@ def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
     return built
 
 
+def _vs_label(vs: str | None, people: Sequence[Entrant]) -> str | None:
+    """The label of the entrant that ``vs`` names: its label, its name as given (a folder named with
+    a trailing ``/``, which the label drops: ``--vs`` spelled as in ``--agents`` was refused), or
+    another path to the same folder (``./runs/x`` for ``runs/x``). Anything else is returned as it
+    is, for ``make_plan`` to refuse."""
+    if vs is None or any(e.label == vs for e in people):
+        return vs
+    same = [e.label for e in people if e.spec == vs or e.spec.rstrip("/") == vs.rstrip("/")]
+    if not same and "/" in vs and Path(vs).exists():
+        same = [e.label for e in people if "/" in e.spec and Path(e.spec).exists()
+                and Path(e.spec).resolve() == Path(vs).resolve()]
+    return same[0] if same else vs
+
+
 def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
         vs: str | None = None, partners: Any = None, seed: int = 0, deal_set: str | None = None,
         out: str | Path | None = None, resamples: int = 2000, target_margin: float | None = None,
@@ -111,6 +125,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         lock.probe()
     people = build_entrants(rules, entrants)
     labels = [e.label for e in people]
+    vs = _vs_label(vs, people)
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
     agents = [e.agent for e in people]
     partner_label = None

@@ -12,7 +12,7 @@ from typing import Any
 
 from canasta_env.messages import short_repr
 from canasta_env.rules import RuleSet
-from train.common.options import repeated
+from train.common.options import repeated_agent, twice_message
 from train.common.stop_request import StopRequest
 from train.learning.config import IMITATE_LEAGUE, TrainArgs, lean
 
@@ -54,7 +54,7 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
         _agent("eval_opponents", name, rules)
     if args.ray is not None and not lean(args):
         raise ValueError(f"training option ray needs algo 'ppo' (the lean trainer), not {args.algo!r}")
-    _check_league(args, selfplay)
+    _check_league(args, selfplay, rules)
     for name in args.exploiter_also:
         _agent("exploiter_also", name, rules)
     league = {name: _agent("league", name, rules) for name in args.league}
@@ -83,15 +83,19 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
     return RunSetup(args, rules, run, opponent, pool, league, teacher, init, stop or StopRequest())
 
 
-def _check_league(args: TrainArgs, selfplay: bool) -> None:
+def _check_league(args: TrainArgs, selfplay: bool, rules: RuleSet) -> None:
+    """Refuse league and agent-list options that cannot work together; an agent named twice, however
+    spelt (``agents.agent_key``), in ``league``, ``exploiter_also`` or ``eval_opponents`` (a league
+    member spelt twice was drawn twice as often; two evaluations were logged as one)."""
     if args.league and not selfplay:
         raise ValueError("training option 'league' names pool members: use canasta selfplay or "
                          "canasta league, or leave it empty")
-    if repeated(args.league) is not None:
+    if repeated_agent(args.league, rules) is not None:
         raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
-    twice = repeated(args.exploiter_also)
-    if twice is not None:
-        raise ValueError(f"training option 'exploiter_also' names {short_repr(twice)} twice")
+    for option in ("exploiter_also", "eval_opponents"):
+        twice = repeated_agent(getattr(args, option), rules)
+        if twice is not None:
+            raise ValueError(twice_message(f"training option '{option}'", twice))
     if args.exploiter_also and (args.exploiter_family != "heuristic" or not args.exploiter_every):
         raise ValueError("training option exploiter_also names agents for the rule-space exploiter: set "
                          "exploiter_family heuristic and exploiter_every, or leave it empty")
