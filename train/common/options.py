@@ -50,16 +50,6 @@ def check_seed(seed: int | None, flag: str = "--seed") -> None:
         raise ValueError(f"{flag} {seed}: seeds are integers in [0, 2**64)")
 
 
-def repeated(names: Sequence[str]) -> str | None:
-    """The first name that ``names`` holds twice, or None (an agent list played twice for nothing)."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            return name
-        seen.add(name)
-    return None
-
-
 def repeated_agent(names: Sequence[str], rules: Any) -> tuple[str, str] | None:
     """The first two of ``names`` that name one agent at ``rules``, however spelt
     (``agents.agent_key``: ``heuristic:eager`` and ``heuristic: eager``, a folder with and without
