@@ -445,8 +445,11 @@ class LearnerBatch:
                     role, agent, obs, state.legal_action_mask[sub], self.agent_rng.subset(sub), sub)
             result = _step_unchecked(state, acts, act_rows[todo])
             if result.illegal.any():
-                b = int(act_rows[todo[np.flatnonzero(result.illegal)[0]]])
-                raise IllegalActionError(f"an injected agent chose an illegal action in env {b}")
+                i = int(np.flatnonzero(result.illegal)[0])
+                role, agent = next((role, agent) for role, agent, pick in self._agent_groups(
+                    act_rows, cur, todo[~is_auto]) if i in pick)
+                raise IllegalActionError(f"{role} agent {type(agent).__name__} chose action {int(acts[i])} "
+                                         f"in env {int(act_rows[todo[i]])}, which is not legal there")
             where = where[todo]
             reward[where] += self._learner_reward(rows[where], result.rewards)
             forced[where[is_auto]] += 1
@@ -468,10 +471,10 @@ class LearnerBatch:
 
 def _injected_act(role: str, agent: Agent, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
                   rng: RowRandom, envs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The ``role`` agent's legal action in each of ``envs``; a one-line ``ValueError`` naming the
-    role and the agent's class when ``act`` raises (a training run ended in a traceback), returns
-    other than one integer per env, or an action ``mask`` does not allow (``IllegalActionError``,
-    naming the env and the action; it named neither the agent nor its role)."""
+    """The ``role`` agent's action in each of ``envs``; a one-line ``ValueError`` naming the role and
+    the agent's class when ``act`` raises (a training run ended in a traceback) or returns other than
+    one integer action per env. Whether each action is legal, the engine's step tells (the caller
+    names the agent then)."""
     who = f"{role} agent {type(agent).__name__}"
     try:
         chosen = np.asarray(agent.act(obs, mask, rng))  # type: ignore[arg-type]
@@ -482,10 +485,8 @@ def _injected_act(role: str, agent: Agent, obs: npt.NDArray[np.float32], mask: n
     if chosen.dtype.kind not in "iu" or chosen.shape != (envs.size,):
         raise ValueError(f"{who} returned {short_repr(chosen)} for {envs.size} rows; expected {envs.size} "
                          "integer actions")
-    legal = (chosen >= 0) & (chosen < NUM_ACTIONS)
-    legal[legal] = mask[np.flatnonzero(legal), chosen[legal]]
-    if not legal.all():
-        i = int(np.flatnonzero(~legal)[0])
+    if chosen.size and (chosen.min() < 0 or chosen.max() >= NUM_ACTIONS):
+        i = int(np.flatnonzero((chosen < 0) | (chosen >= NUM_ACTIONS))[0])
         raise IllegalActionError(f"{who} chose action {int(chosen[i])} in env {int(envs[i])}, which is not "
-                                 "legal there")
+                                 f"an action (they are integers in [0, {NUM_ACTIONS}))")
     return chosen.astype(np.int64, copy=False)
