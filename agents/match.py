@@ -25,7 +25,7 @@ from canasta_env.engine.core import State, _observe_unchecked, _step_unchecked, 
 from canasta_env.engine.layout import EV_PILE_TAKE
 from canasta_env.luck import LuckTracker, corrections, luck_weights
 from canasta_env.messages import one_line, short_repr
-from canasta_env.policy import Agent, RowRandom, stream_keys
+from canasta_env.policy import Agent, RowRandom, checked_act, stream_keys
 from canasta_env.rules import RuleSet, load_rules
 
 
@@ -136,36 +136,6 @@ def play_games(rules: RuleSet | str, agents: Sequence[Agent], seats: npt.ArrayLi
 def _name(agents: Sequence[Agent], names: Sequence[str] | None, i: int) -> str:
     """How errors name agent ``i``."""
     return short_repr(names[i]) if names is not None else f"#{i} ({type(agents[i]).__name__})"
-
-
-def checked_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
-                rng: Any) -> npt.NDArray[np.int64]:
-    """``agent.act`` for a batch of decisions, checked: one integer per decision, or a one-line
-    ``ValueError`` naming the agent (``name``) for anything else, an exception from ``act`` included."""
-    try:
-        got = agent.act(obs, mask, rng)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # any agent's code, the user's included (sys.exit too): one line
-        raise ValueError(f"agent {name}: act() raised {type(exc).__name__}: {one_line(exc)}") from exc
-    return check_actions(got, mask.shape[0], f"agent {name}: act()")
-
-
-def checked_legal_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
-                      rng: Any) -> npt.NDArray[np.int64]:
-    """``checked_act`` where every row of ``mask`` has a legal action, and each action must be one of
-    them: a ``ValueError`` naming the agent, the action and the row otherwise. For the loops that
-    step the engine without its own check (a search's rollouts, a pool's members), where an
-    illegal action failed later, elsewhere, or not at all."""
-    acts = checked_act(agent, name, obs, mask, rng)
-    fits = (acts >= 0) & (acts < mask.shape[1])
-    legal = fits.copy()
-    legal[fits] = mask[np.flatnonzero(fits), acts[fits]]
-    if not legal.all():
-        row = int(np.flatnonzero(~legal)[0])
-        raise ValueError(f"agent {name}: act() chose action {int(acts[row])} for row {row}, which is not "
-                         "legal there")
-    return acts
 
 
 def _outcomes(state: Any, decisions: npt.NDArray[np.int64], pile_takes: npt.NDArray[np.int64],

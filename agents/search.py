@@ -280,10 +280,10 @@ class SearchAgent:
     def _policy_act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], rng: Any
                     ) -> npt.NDArray[np.int64]:
         """The rollout policy's action for each row of ``mask``, checked as a match checks an agent's
-        (``agents.match.checked_legal_act``, naming the rollout agent). Unchecked, a user's rollout
+        (``canasta_env.policy.checked_legal_act``, naming the rollout agent). Unchecked, a user's rollout
         agent returning floats was truncated in silence, and an illegal or out-of-range action failed
         as an ``IndexError`` or as an illegal move of the search itself."""
-        from agents.match import checked_legal_act
+        from canasta_env.policy import checked_legal_act
 
         return checked_legal_act(self.policy, self._rollout_name, obs, mask, rng)
 

@@ -15,6 +15,7 @@ import numpy.typing as npt
 from numba import njit
 
 from canasta_env.engine.actions import NUM_ACTIONS
+from canasta_env.engine.core import check_actions
 from canasta_env.engine.rng import GOLDEN, M1, mix64_array
 from canasta_env.messages import one_line
 
@@ -146,6 +147,36 @@ def check_legal_mask(legal_action_mask: Any, rows: int | None, who: str) -> npt.
             raise ValueError(f"{who}: legal_action_mask row {row}, action {col} is {raw[row, col]}; "
                              "expected booleans (or the numbers 0 and 1)")
     return mask if mask.flags.writeable else mask.copy()
+
+
+def checked_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                rng: Any) -> npt.NDArray[np.int64]:
+    """``agent.act`` for a batch of decisions, checked: one integer per decision, or a one-line
+    ``ValueError`` naming the agent (``name``) for anything else, an exception from ``act`` included."""
+    try:
+        got = agent.act(obs, mask, rng)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any agent's code, the user's included (sys.exit too): one line
+        raise ValueError(f"agent {name}: act() raised {type(exc).__name__}: {one_line(exc)}") from exc
+    return check_actions(got, mask.shape[0], f"agent {name}: act()")
+
+
+def checked_legal_act(agent: Agent, name: str, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_],
+                      rng: Any) -> npt.NDArray[np.int64]:
+    """``checked_act`` where every row of ``mask`` has a legal action, and each action must be one of
+    them: a ``ValueError`` naming the agent, the action and the row otherwise. For the loops that
+    step the engine without its own check (a search's rollouts, a pool's members), where an
+    illegal action failed later, elsewhere, or not at all."""
+    acts = checked_act(agent, name, obs, mask, rng)
+    fits = (acts >= 0) & (acts < mask.shape[1])
+    legal = fits.copy()
+    legal[fits] = mask[np.flatnonzero(fits), acts[fits]]
+    if not legal.all():
+        row = int(np.flatnonzero(~legal)[0])
+        raise ValueError(f"agent {name}: act() chose action {int(acts[row])} for row {row}, which is not "
+                         "legal there")
+    return acts
 
 
 def uniforms(rng: Any, rows: int, who: str) -> npt.NDArray[np.float64]:

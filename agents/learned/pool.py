@@ -123,7 +123,7 @@ class PoolAgent:
         """Each row's action by the member its episode plays, checked (``checked_legal_act``): a
         member failing is one line naming it (a league member's floats were truncated into actions
         in silence, its illegal action named no agent)."""
-        from agents.match import checked_legal_act
+        from canasta_env.policy import checked_legal_act
 
         rows = getattr(rng, "rows", None)
         members = (np.zeros(len(legal_action_mask), dtype=np.int64) if rows is None

@@ -124,8 +124,8 @@ def agent_move(agent: Any, label: str, seat: int | None, observations: np.ndarra
     integer action (3.7 is refused, not played as 3) that ``mask`` allows. The agent gets a copy of
     ``mask``, so changing it cannot make its move legal. ``AgentError`` (one line naming ``label``
     and ``seat``) for an agent that raises, returns anything else or an illegal action."""
-    from agents.match import checked_act
     from canasta_env.engine import ACTION_NAMES, NUM_ACTIONS
+    from canasta_env.policy import checked_act
 
     who = short_repr(label) + ("" if seat is None else f" (seat {seat})")
     try:
