@@ -178,3 +178,19 @@ def test_a_gauntlet_of_one_deal_writes_no_interval(tmp_path: Path) -> None:
     assert cli_main([*GAUNTLET[:-1], "2", "--json", str(path)]) == 0  # the twin
     row = json.loads(path.read_text())["rows"][0]
     assert isinstance(row["win_lo"], float) and isinstance(row["margin_hi"], float)
+
+
+# ---- the files a tournament rewrites go through a temporary file of a new name each time --------------
+
+def test_leftovers_at_fixed_temporary_names_no_longer_block_a_tournament(tmp_path: Path) -> None:
+    # a folder at OUT/hands.tmp failed the resume, one at LADDER.tmp failed after every game
+    out, ladder = tmp_path / "t", tmp_path / "ladder.json"
+    args = [*TOURNAMENT, "--hands", "2", "--out", str(out), "--records"]
+    assert cli_main(args) == 0
+    for name in ("hands.tmp", "records.tmp"):
+        (out / name).mkdir()
+    (tmp_path / "ladder.json.tmp").mkdir()
+    assert cli_main([*args, "--ladder", str(ladder)]) == 0
+    assert set(json.loads(ladder.read_text())["ratings"]) == {"random", "greedy"}
+    # the twin: what was written keeps the usual file mode, not mkstemp's 0o600
+    assert {oct(p.stat().st_mode & 0o777) for p in (ladder, out / "hands.csv")} == {oct(0o644)}

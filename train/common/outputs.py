@@ -4,6 +4,7 @@ games and then fail to write its result refuses at once, in one line."""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from canasta_env.messages import short_repr
@@ -34,3 +35,19 @@ def _cwd_exists() -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` at once: a crash leaves the old or the new file, never half,
+    and a link planted at ``path`` is replaced, its target never written. The temporary file's name
+    is new each time, so nothing left at a fixed name (a folder, a pipe) can block the write."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), os.lstat(path).st_mode & 0o777 if path.is_file() and not path.is_symlink()
+                      else 0o644)  # the file's own mode, or a new file's usual one (mkstemp's is 0o600)
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

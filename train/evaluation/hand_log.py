@@ -4,6 +4,7 @@ append-only hand log of finished units, reloaded on resume."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from collections import Counter
@@ -14,6 +15,7 @@ from typing import Any
 import numpy.typing as npt
 
 from canasta_env.messages import short_repr
+from train.common.outputs import write_atomic
 from train.evaluation.hand_table import hand_columns, labelled
 
 FORMAT = "canasta-tournament"
@@ -109,12 +111,11 @@ class HandLog:
 
     def rewrite(self, rows: list[list[str]]) -> None:
         """Keep only ``rows`` (complete units) before appending more."""
-        tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(self.columns)
-            writer.writerows(rows)
-        os.replace(tmp, self.path)
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        writer.writerow(self.columns)
+        writer.writerows(rows)
+        write_atomic(self.path, text.getvalue().encode("utf-8"))
 
     def keep_records(self, games: dict[tuple[int, int], int]) -> tuple[set[tuple[int, int]], list[int]]:
         """Cut the game records back to those of the finished units ``games`` (unit -> its number
@@ -131,9 +132,7 @@ class HandLog:
         found = Counter(units)
         short = {u for u, count in games.items() if found[u] != count}
         kept = [line + b"\n" for line, u in zip(lines, units, strict=True) if u in games and u not in short]
-        tmp = self.records_path.with_suffix(".tmp")
-        tmp.write_bytes(b"".join(kept))
-        os.replace(tmp, self.records_path)
+        write_atomic(self.records_path, b"".join(kept))
         return short, [n for n, (line, u) in enumerate(zip(lines, units, strict=True), start=1)
                        if u is None and line.strip()]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from canasta_env.messages import short_repr
+from train.common.outputs import write_atomic
 
 LADDER_FORMAT = "canasta-ladder"
 
@@ -78,6 +79,4 @@ def update_ladder(path: Path, tournament_id: str, rows: list[dict[str, Any]]) ->
     for r in rows:
         data["ratings"][r["entrant"]] = {k: r[k] for k in ("mu", "sigma", "ordinal", "games")}
     data["tournaments"].append(tournament_id)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1).encode("utf-8"))

@@ -189,7 +189,7 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
         from train.common.outputs import check_output_file
         from train.evaluation.ladder import read_ladder
 
-        written = ("tournament.json", "hands.tmp", "records.tmp", *OUTPUT_NAMES)
+        written = ("tournament.json", *OUTPUT_NAMES)
         if out is not None and Path(ladder).resolve() in {(Path(out) / name).resolve() for name in written}:
             # results.json replaced the ladder in silence; hands.csv was refused as a ladder after the games
             raise ValueError(f"--ladder {ladder}: a file the tournament writes in --out {out}; keep the "

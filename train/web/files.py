@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from train.web.errors import GameError, reason
@@ -79,19 +78,6 @@ def append_text(path: Path, text: str) -> None:
     fd = _open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, path.name)
     with os.fdopen(fd, "ab") as f:
         f.write(text.encode("utf-8"))
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` at once: a crash leaves the old or the new file, never half,
-    and a link planted at ``path`` is replaced, its target never written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def regular_files(folder: Path, suffix: str) -> list[tuple[Path, os.stat_result]]:

@@ -19,8 +19,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from train.common.outputs import write_atomic
 from train.web.errors import GameError
-from train.web.files import read_regular, regular_files, write_atomic
+from train.web.files import read_regular, regular_files
 from train.web.quota import DiskQuota
 from train.web.schema import MAX_NAME, check_text, is_choices, loads
 

@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from train.common.outputs import write_atomic
 from train.play.seats import AgentError, agent_move
 from train.web.errors import GameError, agent_failed, busy, is_int, log, shown
-from train.web.files import clear_leftovers, ensure_dir, read_regular, write_atomic
+from train.web.files import clear_leftovers, ensure_dir, read_regular
 from train.web.game import GAME_ID, AgentPool, Game, web_seats
 from train.web.limits import Limits
 from train.web.quota import DiskQuota
