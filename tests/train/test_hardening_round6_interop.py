@@ -240,13 +240,15 @@ def test_a_policy_with_a_features_extractor_per_head_plays_and_exports(share: bo
     policy = agent.policy  # type: ignore[attr-defined]
     with torch.no_grad():
         sb3 = policy.get_distribution(torch.as_tensor(obs), masks).distribution.probs.numpy()
-    assert np.array_equal(actions, sb3.argmax(axis=1))  # as SB3's own forward plays
+    chosen = np.take_along_axis(sb3, actions[:, None], axis=1)[:, 0]
+    assert (chosen >= sb3.max(axis=1) - 1e-4).all()  # as SB3's own forward plays (near-ties either way)
     path = interop.export_onnx(str(ckpt), tmp_path / "policy.onnx")
     logits = onnxruntime.InferenceSession(str(path)).run(["logits"], {"observation": obs,
                                                                        "action_mask": masks})[0]
     expected = interop.torch_logits(policy, obs, masks)
     assert np.abs(np.where(masks, logits - expected, 0.0)).max() < 1e-4
-    assert np.array_equal(logits.argmax(axis=1), actions)
+    picked = np.take_along_axis(logits, actions[:, None], axis=1)[:, 0]
+    assert (picked >= logits.max(axis=1) - 1e-3).all()
 
 
 # ---- scripts/average_checkpoints.py ------------------------------------------------------------
