@@ -8,7 +8,6 @@ twin: the neighbouring behaviour that already held still holds."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +31,7 @@ TABLE_IDS = [*preset_names(), "railroad_6p.yaml"]
 ENV_ID = "canasta_env:Canasta-v0"
 
 
-@pytest.fixture(autouse=True)
-def _quiet_expected_warnings() -> Iterator[None]:
-    """PettingZoo's api_test passes ``options={"options": 1}`` (ignored with a warning) and notes
-    that a Dict observation (the documented observation and action mask) is unusual."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="canasta_v0 reset options other than")
-        warnings.filterwarnings("ignore", message="Observation space for each agent probably")
-        warnings.filterwarnings("ignore", message="Observation is not a NumPy array")
-        warnings.filterwarnings("ignore", message=r"\[WARNING\]: Illegal move made")
-        yield
+pytestmark = pytest.mark.usefixtures("pettingzoo_test_warnings")
 
 
 def _pick(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

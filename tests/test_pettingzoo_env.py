@@ -20,16 +20,7 @@ from canasta_env.rules import preset_names
 PRESETS = preset_names()  # every shipped preset, variants included
 
 
-@pytest.fixture(autouse=True)
-def _quiet_expected_warnings() -> Any:
-    """api_test passes ``options={"options": 1}`` (ignored with a warning, docs/engine.md) and warns
-    that a Dict observation space is unusual; neither is a failure here."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="canasta_v0 reset options other than")
-        warnings.filterwarnings("ignore", message="Observation space for each agent probably")
-        warnings.filterwarnings("ignore", message="Observation is not a NumPy array")
-        warnings.filterwarnings("ignore", message=r"\[WARNING\]: Illegal move made")
-        yield
+pytestmark = pytest.mark.usefixtures("pettingzoo_test_warnings")
 
 
 def _random_action(env: Any, rng: np.random.Generator) -> int | None:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
 from agents.checkpoint import load_checkpoint, save_checkpoint
+from scripts import average_checkpoints
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "agents" / "zoo" / "classic_2p"
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("average_checkpoints",
-                                                  REPO / "scripts" / "average_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _variant(run_dir: Path, name: str, shift: float, steps: int) -> Path:
@@ -35,7 +25,7 @@ def _variant(run_dir: Path, name: str, shift: float, steps: int) -> Path:
 def test_weights_are_the_mean_and_the_rest_is_the_last_checkpoints(tmp_path: Path) -> None:
     a = _variant(tmp_path / "run", "a", 0.0, 100)
     b = _variant(tmp_path / "run", "b", 1.0, 200)
-    out = _script().average([str(a), str(b)], str(tmp_path / "avg"))
+    out = average_checkpoints.average([str(a), str(b)], str(tmp_path / "avg"))
     avg, base = load_checkpoint(out), load_checkpoint(ZOO)
     for key, value in base.policy_state.items():
         want = value + 0.5 if value.is_floating_point() else value
@@ -47,7 +37,7 @@ def test_weights_are_the_mean_and_the_rest_is_the_last_checkpoints(tmp_path: Pat
 def test_other_networks_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = _variant(tmp_path / "run", "a", 0.0, 100)
     other = REPO / "agents" / "zoo" / "classic_4p"
-    assert _script().main([str(tmp_path / "avg"), str(a), str(other)]) == 1
+    assert average_checkpoints.main([str(tmp_path / "avg"), str(a), str(other)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("average_checkpoints: ") and "\n" not in err
     assert not (tmp_path / "avg").exists()

@@ -17,6 +17,7 @@ import pytest
 import train.evaluation.crossplay as crossplay_module
 import train.evaluation.tournament as tournament
 from agents.match import main as match_main
+from tests.one_line import one_error
 from train.cli.crossplay import _check_out
 from train.cli.main import main as cli_main
 from train.evaluation.ratings import deals_to_separate
@@ -31,14 +32,6 @@ def _strict_json(text: str) -> object:
         raise ValueError(f"{name} in JSON")
 
     return json.loads(text, parse_constant=refuse)
-
-
-def _one_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
-    out, err = capsys.readouterr()
-    lines = [line for line in err.splitlines() if line.strip() and "hand/s" not in line]
-    assert "Traceback" not in out + err and len(lines) == 1, lines
-    assert lines[0].startswith(f"canasta {command}: error: "), lines
-    return lines[0]
 
 
 def _no_game(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
@@ -68,7 +61,7 @@ def test_gauntlet_json_of_more_deals_keeps_its_numbers(tmp_path: Path) -> None: 
 
 def test_gauntlet_refuses_an_empty_json_name(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["gauntlet", "greedy", "--opponents", "random", "--deals", "1", "--json", ""]) == 2
-    assert "--json ''" in _one_error(capsys, "gauntlet")  # before: status 0, nothing written
+    assert "--json ''" in one_error(capsys, "gauntlet")  # before: status 0, nothing written
 
 
 # tournament --target-margin on one deal: "cannot convert float NaN to integer" after every game
@@ -105,7 +98,7 @@ def test_tournament_refuses_a_folder_where_it_writes_a_file_before_any_game(
     (out / name).mkdir()
     _no_game(monkeypatch, tournament)  # before: every game played, then IsADirectoryError
     assert cli_main([*TOURNAMENT, "--hands", "2", "--out", str(out)]) == 2
-    assert f"{name} there is not a regular file" in _one_error(capsys, "tournament")
+    assert f"{name} there is not a regular file" in one_error(capsys, "tournament")
 
 
 def test_tournament_resumes_a_folder_of_regular_files(tmp_path: Path,  # the twin
@@ -143,7 +136,7 @@ def test_a_ladder_missing_a_counted_entrant_is_refused_before_any_game(
     ladder.write_text(json.dumps(data))
     _no_game(monkeypatch, tournament)
     assert cli_main(argv) == 2
-    assert "holds no rating for 'greedy'" in _one_error(capsys, "tournament")
+    assert "holds no rating for 'greedy'" in one_error(capsys, "tournament")
 
 
 def test_a_ladder_that_counted_the_tournament_gives_its_ratings(tmp_path: Path,  # the twin
@@ -165,7 +158,7 @@ def test_crossplay_force_refuses_a_pipe_before_any_game(tmp_path: Path, capsys: 
     _no_game(monkeypatch, crossplay_module)
     assert cli_main(["crossplay", "--agents", "greedy", "random", "--opponents", "random", "--deals", "1",
                      "--out", str(out), "--force"]) == 2
-    assert "crossplay.csv there is not a regular file" in _one_error(capsys, "crossplay")
+    assert "crossplay.csv there is not a regular file" in one_error(capsys, "crossplay")
 
 
 def test_crossplay_force_accepts_regular_files(tmp_path: Path) -> None:  # the twin
@@ -199,6 +192,6 @@ def test_a_ladder_in_a_missing_folder_is_refused_before_any_game(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     _no_game(monkeypatch, tournament)
     assert cli_main([*TOURNAMENT, "--hands", "2", "--ladder", str(tmp_path / "none" / "ladder.json")]) == 2
-    error = _one_error(capsys, "tournament")
+    error = one_error(capsys, "tournament")
     assert "--ladder" in error and "no folder" in error
     # the twin, a new ladder in a folder that exists: test_a_ladder_that_counted_the_tournament_gives_..

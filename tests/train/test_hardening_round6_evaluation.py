@@ -18,6 +18,7 @@ import train.evaluation.tournament as tournament
 from agents import make_agent
 from agents.match import bootstrap_ci
 from canasta_env.rules import load_rules
+from tests.one_line import one_error
 from train.cli.main import main as cli_main
 from train.evaluation.ratings import PairData, bootstrap_mean_ci, bt_ratings, resample_weights
 from train.evaluation.tournament import build_entrants
@@ -25,14 +26,6 @@ from train.evaluation.tournament import build_entrants
 ROOT = Path(__file__).resolve().parents[2]
 GAUNTLET = ["gauntlet", "random", "--opponents", "greedy", "--deals", "1"]
 TOURNAMENT = ["tournament", "--agents", "random", "greedy", "--no-plots", "--resamples", "20"]
-
-
-def _one_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
-    out, err = capsys.readouterr()
-    lines = [line for line in err.splitlines() if line.strip() and "hand/s" not in line]
-    assert "Traceback" not in out + err and len(lines) == 1, lines
-    assert lines[0].startswith(f"canasta {command}: error: "), lines
-    return lines[0]
 
 
 def _no_game(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,7 +49,7 @@ def test_gauntlet_refuses_a_json_path_that_is_not_a_regular_file_before_any_game
         path.symlink_to(tmp_path / "missing" / "g.json")
     _no_game(monkeypatch)
     assert cli_main([*GAUNTLET, "--json", str(path)]) == 2
-    assert "not a regular file" in _one_error(capsys, "gauntlet")
+    assert "not a regular file" in one_error(capsys, "gauntlet")
 
 
 def test_gauntlet_replaces_an_existing_regular_json_file(tmp_path: Path) -> None:  # the twin
@@ -79,7 +72,7 @@ def test_gauntlet_names_json_when_its_write_fails(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setattr(Path, "write_text", full)
     assert cli_main([*GAUNTLET, "--json", str(path)]) == 2
-    line = _one_error(capsys, "gauntlet")
+    line = one_error(capsys, "gauntlet")
     assert f"--json {path}: cannot write it (No space left on device)" in line
 
 
@@ -106,7 +99,7 @@ def test_a_ladder_named_as_a_file_of_out_is_refused_before_any_game(
     _no_game(monkeypatch)
     ladder = out / ".." / "t" / name
     assert cli_main([*TOURNAMENT, "--hands", "2", "--out", str(out), "--ladder", str(ladder)]) == 2
-    assert "a file the tournament writes in --out" in _one_error(capsys, "tournament")
+    assert "a file the tournament writes in --out" in one_error(capsys, "tournament")
     assert not (out / name).exists()
 
 
@@ -129,7 +122,7 @@ def test_a_ladder_in_a_missing_folder_elsewhere_is_still_refused(  # the twin
     _no_game(monkeypatch)
     assert cli_main([*TOURNAMENT, "--hands", "2", "--out", str(tmp_path / "t"),
                      "--ladder", str(tmp_path / "other" / "ladder.json")]) == 2
-    assert "no folder" in _one_error(capsys, "tournament")
+    assert "no folder" in one_error(capsys, "tournament")
     assert not (tmp_path / "t").exists()
 
 

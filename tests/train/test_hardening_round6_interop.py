@@ -6,14 +6,12 @@ rules or into a run. Each refusal has a twin showing the valid neighbour still w
 from __future__ import annotations
 
 import errno
-import importlib.util
 import os
 import shutil
 import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -21,12 +19,12 @@ import pytest
 
 from agents import make_agent
 from agents.checkpoint import load_checkpoint
+from scripts import average_checkpoints
 from tests.tiny_checkpoint import save_tiny_checkpoint
 from train.learning import interop
 
 Cli = Callable[..., tuple[int, str]]
 RULES = "classic_2p"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -252,42 +250,32 @@ def test_a_policy_with_a_features_extractor_per_head_plays_and_exports(share: bo
 
 
 # ---- scripts/average_checkpoints.py ------------------------------------------------------------
-def _average_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("average_checkpoints",
-                                                  REPO / "scripts" / "average_checkpoints.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_average_refuses_checkpoints_of_other_rules_with_the_same_layout(
         ckpt: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     regal = save_tiny_checkpoint(tmp_path / "regal", "regal_2p")  # classic_2p's observation layout
     assert load_checkpoint(regal).meta["layout"]["obs_dim"] == load_checkpoint(ckpt).meta["layout"]["obs_dim"]
-    script = _average_script()
-    assert script.main([str(tmp_path / "avg"), str(ckpt), str(regal)]) == 1
+    assert average_checkpoints.main([str(tmp_path / "avg"), str(ckpt), str(regal)]) == 1
     err = capsys.readouterr().err.strip()
     assert err == f"average_checkpoints: {regal}: describes other rules than {ckpt}"  # before: averaged
     assert not (tmp_path / "avg").exists()
     other = save_tiny_checkpoint(tmp_path / "other", RULES)  # the twin: same rules, other weights
-    assert script.main([str(tmp_path / "avg"), str(ckpt), str(other)]) == 0
+    assert average_checkpoints.main([str(tmp_path / "avg"), str(ckpt), str(other)]) == 0
     assert load_checkpoint(tmp_path / "avg").meta["rules"] == load_checkpoint(ckpt).meta["rules"]
 
 
 def test_average_into_a_run_or_an_earlier_average_is_refused(ckpt: Path, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     run = Path(shutil.copytree(ckpt.parent, tmp_path / "run"))
-    script = _average_script()
-    assert script.main([str(run), str(ckpt), str(run)]) == 1  # before: run's latest became "avg"
+    assert average_checkpoints.main([str(run), str(ckpt), str(run)]) == 1  # before: run's latest became "avg"
     assert "already holds latest" in capsys.readouterr().err
     assert (run / "latest").read_text().strip() == ckpt.name and not (run / "avg").exists()
-    assert script.main([str(tmp_path / "avg"), str(ckpt), str(run)]) == 0  # the twin: a new folder
+    average = average_checkpoints.main
+    assert average([str(tmp_path / "avg"), str(ckpt), str(run)]) == 0  # the twin: a new folder
     first = (tmp_path / "avg" / "avg" / "policy.safetensors").read_bytes()
-    assert script.main([str(tmp_path / "avg"), str(run), str(run)]) == 1  # before: replaced in silence
+    assert average([str(tmp_path / "avg"), str(run), str(run)]) == 1  # before: replaced in silence
     err = capsys.readouterr().err.strip()
     assert err.endswith("already holds latest and avg (a run or an earlier average); name a new folder")
     assert (tmp_path / "avg" / "avg" / "policy.safetensors").read_bytes() == first
     for blank in ("", " "):
-        assert script.main([blank, str(ckpt)]) == 1
+        assert average_checkpoints.main([blank, str(ckpt)]) == 1
         assert "not a folder name" in capsys.readouterr().err

@@ -9,25 +9,17 @@ the module; each test works on a copy.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from agents.checkpoint import latest_checkpoint, load_checkpoint
+from tests.tiny_runs import TINY, copy_run, folder_digest
 from train.cli.main import main as cli_main
 
-TINY = ["--rules", "classic_2p", "--num-envs", "8", "--n-steps", "16", "--batch-size", "64",
-        "--n-epochs", "1", "--net-arch", "16", "--checkpoint-every", "128", "--snapshot-every", "128",
-        "--eval-every", "256", "--eval-deals", "2", "--progress", "false"]
-
-
-def _snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+TINY_RUN = [*TINY, "--eval-every", "256"]
 
 
 def _resume(run: Path, steps: int, *extra: str, command: str = "selfplay") -> int:
@@ -38,7 +30,7 @@ def _resume(run: Path, steps: int, *extra: str, command: str = "selfplay") -> in
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("shared") / "run"
-    assert cli_main(["selfplay", *TINY, "--run-dir", str(run), "--total-timesteps", "256"]) == 0
+    assert cli_main(["selfplay", *TINY_RUN, "--run-dir", str(run), "--total-timesteps", "256"]) == 0
     assert latest_checkpoint(run).name == "ckpt_000000256"  # type: ignore[union-attr]
     assert (run / "evaluations.jsonl").is_file()
     return run
@@ -46,9 +38,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def run(trained: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(trained, copy, ignore=shutil.ignore_patterns(".lock"))
-    return copy
+    return copy_run(trained, tmp_path)
 
 
 def test_overwrite_deletes_the_old_run_s_evaluations_and_exploiters_and_keeps_the_user_s_files(
@@ -61,7 +51,7 @@ def test_overwrite_deletes_the_old_run_s_evaluations_and_exploiters_and_keeps_th
     (run / "data").mkdir()
     (run / "data" / "deals.npz").write_bytes(b"mine")
     capsys.readouterr()
-    assert cli_main(["selfplay", *TINY, "--run-dir", str(run), "--total-timesteps", "256",
+    assert cli_main(["selfplay", *TINY_RUN, "--run-dir", str(run), "--total-timesteps", "256",
                      "--overwrite"]) == 0
     out = capsys.readouterr().out
     assert "9,999" not in out  # was: "best evaluation at 9,999 steps (mean win rate 1.000)"
@@ -73,12 +63,12 @@ def test_overwrite_deletes_the_old_run_s_evaluations_and_exploiters_and_keeps_th
 
 def test_train_resume_of_a_self_play_run_is_refused_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384, command="train") == 2  # was: trained on against random, the pool dropped
     err = capsys.readouterr().err
     assert "a self-play run's checkpoint (its opponent pool holds 2 snapshots)" in err
     assert "canasta selfplay" in err and err.count("\n") == 1
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
     assert _resume(run, 384) == 0  # the twin: canasta selfplay continues it, pool and all
     state = load_checkpoint(run / "ckpt_000000384").state
     assert state["opponent_pool"][:2] == ["ckpt_000000128", "ckpt_000000256"]
@@ -86,7 +76,7 @@ def test_train_resume_of_a_self_play_run_is_refused_and_changes_nothing(
 
 def test_train_resume_of_a_run_without_a_pool_is_accepted(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert cli_main(["train", *TINY, "--run-dir", str(run), "--total-timesteps", "128"]) == 0
+    assert cli_main(["train", *TINY_RUN, "--run-dir", str(run), "--total-timesteps", "128"]) == 0
     assert _resume(run, 256, command="train") == 0
     assert latest_checkpoint(run).name == "ckpt_000000256"  # type: ignore[union-attr]
 
@@ -95,11 +85,11 @@ def test_a_config_json_with_a_key_twice_is_refused_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = (run / "config.json").read_text()
     (run / "config.json").write_text(text.rstrip().rstrip("}") + ', "seed": 7\n}')
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384) == 2  # was: the second seed taken in silence
     err = capsys.readouterr().err
     assert "config.json: unreadable (duplicate key 'seed')" in err and err.count("\n") == 1
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
     (run / "config.json").write_text(text)  # the twin: each key once
     assert _resume(run, 384) == 0
 
@@ -109,14 +99,14 @@ def test_a_config_json_that_is_a_folder_is_refused_before_a_word_of_resuming(
     (run / "config.json").unlink()
     (run / "config.json").mkdir()
     (run / "config.json" / "keep").write_text("mine")
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384) == 2
     err = capsys.readouterr().err
     # was: "config.json is missing; resuming with ..." then "[Errno 21] Is a directory" after the
     # checkpoint loaded, and a .tmp-config.json left behind
     assert err == (f"canasta selfplay: error: {run / 'config.json'}: not a file (it holds the run's "
                    "options); remove it\n")
-    assert _snapshot(run) == before and not list(run.glob(".tmp-*"))
+    assert folder_digest(run) == before and not list(run.glob(".tmp-*"))
 
 
 def test_a_config_json_link_to_nothing_resumes_with_the_checkpoint_s_options(
@@ -132,11 +122,11 @@ def test_a_config_json_link_to_nothing_resumes_with_the_checkpoint_s_options(
 def test_latest_holding_no_checkpoint_name_is_reported_and_strict_resume_refuses(
         run: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
     (run / "latest").write_text(text + "\n")
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384, "--strict-resume") == 2  # was: passed over in silence
     err = capsys.readouterr().err
     assert "'latest' holds no checkpoint name of this folder" in err and "--strict-resume" in err
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
     assert _resume(run, 384) == 0
     out, err = capsys.readouterr()
     assert "'latest' holds no checkpoint name" in err and "falling back to" in err
@@ -171,7 +161,7 @@ def test_a_run_dir_that_cannot_be_a_folder_says_why(tmp_path: Path, capsys: pyte
                                                      make: object) -> None:
     path, why = make(tmp_path)  # type: ignore[operator]
     before = sorted(os.listdir(tmp_path))
-    assert cli_main(["train", *TINY, "--run-dir", str(path), "--total-timesteps", "128"]) == 2
+    assert cli_main(["train", *TINY_RUN, "--run-dir", str(path), "--total-timesteps", "128"]) == 2
     err = capsys.readouterr().err
     assert why in err and "File exists" not in err and "Errno" not in err and err.count("\n") == 1
     assert sorted(os.listdir(tmp_path)) == before
@@ -179,14 +169,15 @@ def test_a_run_dir_that_cannot_be_a_folder_says_why(tmp_path: Path, capsys: pyte
 
 def test_a_checkpoint_as_run_dir_is_refused_and_a_link_to_a_folder_is_a_run_dir(
         run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(run)
+    before = folder_digest(run)
     checkpoint = run / "ckpt_000000256"  # was: a run written into it, deleted when its run rewrites it
-    assert cli_main(["train", *TINY, "--run-dir", str(checkpoint), "--total-timesteps", "128"]) == 2
+    assert cli_main(["train", *TINY_RUN, "--run-dir", str(checkpoint), "--total-timesteps", "128"]) == 2
     assert "a checkpoint, not a run directory" in capsys.readouterr().err
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")  # the twin: a link to a folder is a folder
-    assert cli_main(["train", *TINY, "--run-dir", str(tmp_path / "link"), "--total-timesteps", "128"]) == 0
+    link = str(tmp_path / "link")
+    assert cli_main(["train", *TINY_RUN, "--run-dir", link, "--total-timesteps", "128"]) == 0
     assert latest_checkpoint(tmp_path / "real").name == "ckpt_000000128"  # type: ignore[union-attr]
 
 

@@ -9,23 +9,16 @@ works on a copy.
 from __future__ import annotations
 
 import errno
-import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
 
 from agents.checkpoint import latest_checkpoint
+from tests.tiny_runs import TINY, copy_run, folder_digest
 from train.cli.main import main as cli_main
 
-TINY = ["--rules", "classic_2p", "--num-envs", "8", "--n-steps", "16", "--batch-size", "64",
-        "--n-epochs", "1", "--net-arch", "16", "--checkpoint-every", "128", "--snapshot-every", "128",
-        "--eval-every", "100000", "--eval-deals", "2", "--progress", "false"]
-
-
-def _snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+TINY_RUN = [*TINY, "--eval-every", "100000"]
 
 
 def _resume(run: Path, steps: int, *extra: str) -> int:
@@ -36,7 +29,7 @@ def _resume(run: Path, steps: int, *extra: str) -> int:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("shared") / "run"
-    assert cli_main(["league", *TINY, "--league", "greedy", "--run-dir", str(run),
+    assert cli_main(["league", *TINY_RUN, "--league", "greedy", "--run-dir", str(run),
                      "--total-timesteps", "256"]) == 0
     assert latest_checkpoint(run).name == "ckpt_000000256"  # type: ignore[union-attr]
     return run
@@ -44,9 +37,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def run(trained: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(trained, copy, ignore=shutil.ignore_patterns(".lock"))
-    return copy
+    return copy_run(trained, tmp_path)
 
 
 def test_the_intact_run_resumes_from_its_latest_checkpoint_without_a_word(
@@ -81,23 +72,23 @@ def test_resume_without_config_json_continues_with_the_checkpoint_s_options(
 def test_a_deeply_nested_config_json_is_one_line_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "config.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384) == 2  # was a RecursionError traceback
     err = capsys.readouterr().err
     assert "config.json: unreadable" in err and "remove it to resume" in err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 def test_a_checkpoint_whose_name_disagrees_with_its_state_is_not_resumed_from_silently(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "ckpt_000000256").rename(run / "ckpt_000009999")  # a copy or rename by hand
     (run / "latest").write_text("ckpt_000009999\n")
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384, "--strict-resume") == 2
     err = capsys.readouterr().err
     assert "ckpt_000009999 holds a checkpoint of step 256" in err and "--strict-resume" in err
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
     assert _resume(run, 384) == 0
     out, err = capsys.readouterr()
     assert "ckpt_000009999 holds a checkpoint of step 256" in err and "falling back to" in err
@@ -107,12 +98,12 @@ def test_a_checkpoint_whose_name_disagrees_with_its_state_is_not_resumed_from_si
 def test_a_missing_pool_snapshot_is_named_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shutil.rmtree(run / "ckpt_000000128")  # deleted to save space; ckpt_000000256's pool holds it
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert _resume(run, 384) == 2
     err = capsys.readouterr().err
     assert "its opponent pool holds the snapshot ckpt_000000128" in err and "nothing was changed" in err
     assert err.count("\n") == 1
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 def test_a_full_disk_at_a_checkpoint_says_where_and_how_to_continue(

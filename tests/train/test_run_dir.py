@@ -6,7 +6,6 @@ One tiny training run (two checkpoints) is shared by the module; each test works
 from __future__ import annotations
 
 import csv
-import hashlib
 import os
 import shutil
 import signal
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agents.checkpoint import latest_checkpoint, list_checkpoints
+from tests.tiny_runs import folder_digest
 from train.cli.main import main as cli_main
 from train.common.folder_lock import FolderLock, FolderLockedError
 
@@ -30,12 +30,6 @@ def _train(run: Path, steps: int, *extra: str) -> subprocess.CompletedProcess[st
     args = [sys.executable, "-m", "train.cli", "train", *TINY, "--run_dir", str(run),
             "--total_timesteps", str(steps), *extra]
     return subprocess.run(args, capture_output=True, text=True, timeout=300)
-
-
-def _snapshot(folder: Path) -> dict[str, str]:
-    """sha256 of every file of the run (the lock file holds only its last holder's PID)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def _progress(run: Path) -> list[dict[str, str]]:
@@ -61,11 +55,11 @@ def run(trained: Path, tmp_path: Path) -> Path:
 
 def test_fresh_train_on_an_existing_run_is_refused_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--total_timesteps", "512"]) == 2
     err = capsys.readouterr().err
     assert "already holds a run" in err and "--resume" in err and "Traceback" not in err
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 def test_resume_on_a_folder_without_a_run_is_refused(tmp_path: Path,
@@ -112,23 +106,23 @@ def test_damaged_latest_is_reported_and_strict_resume_refuses(run: Path) -> None
 
 def test_resume_with_another_network_is_one_line_and_changes_nothing(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--net_arch", "32"]) == 2
     err = capsys.readouterr().err
     assert "keeps the run's net_arch" in err and "Traceback" not in err and err.count("\n") == 1
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 @pytest.mark.parametrize("change", [["--rules", "classic_4p"], ["--algo", "maskable_ppo"],
                                     ["--reward_mode", "win_loss"]])
 def test_resume_never_changes_what_the_run_was_trained_as(
         run: Path, change: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    before = _snapshot(run)
+    before = folder_digest(run)
     tiny = [a for a in TINY if a not in ("--rules", "classic_2p")]
     assert cli_main(["train", *tiny, "--run_dir", str(run), "--resume", *change]) == 2
     err = capsys.readouterr().err
     assert f"keeps the run's {change[0][2:]}" in err and "--overwrite" in err and "Traceback" not in err
-    assert _snapshot(run) == before, "a refused resume leaves the run as it was"
+    assert folder_digest(run) == before, "a refused resume leaves the run as it was"
 
 
 def test_resume_with_every_checkpoint_damaged_stops_and_changes_nothing(
@@ -136,12 +130,12 @@ def test_resume_with_every_checkpoint_damaged_stops_and_changes_nothing(
     for ckpt in list_checkpoints(run):
         policy = ckpt / "policy.safetensors"
         policy.write_bytes(policy.read_bytes()[:64])
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]) == 2
     err = capsys.readouterr().err
     assert "no intact checkpoint" in err and "nothing was changed" in err and "Traceback" not in err
     assert err.count("\n") == 1
-    assert _snapshot(run) == before, "a resume must not start over on a damaged run"
+    assert folder_digest(run) == before, "a resume must not start over on a damaged run"
 
 
 @pytest.mark.parametrize("damaged", ["every", "newest"])
@@ -152,43 +146,43 @@ def test_resume_without_latest_never_passes_over_a_damaged_checkpoint(
     for ckpt in checkpoints if damaged == "every" else checkpoints[-1:]:
         policy = ckpt / "policy.safetensors"
         policy.write_bytes(policy.read_bytes()[:100])  # incomplete: its size no longer matches
-    before = _snapshot(run)
+    before = folder_digest(run)
     args = ["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]
     assert cli_main(args if damaged == "every" else [*args, "--strict-resume"]) == 2
     err = capsys.readouterr().err
     assert "ckpt_000001024 is incomplete" in err and "Traceback" not in err and err.count("\n") == 1
     assert ("no intact checkpoint" if damaged == "every" else "--strict-resume") in err
-    assert _snapshot(run) == before, "a resume must not start over or write over damaged checkpoints"
+    assert folder_digest(run) == before, "a resume must not start over or write over damaged checkpoints"
 
 
 def test_resume_without_config_json_takes_the_checkpoint_s_options_and_says_so(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "config.json").unlink()
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--net_arch", "32"]) == 2
     err = capsys.readouterr().err
     assert "config.json is missing; resuming with the options" in err and "ckpt_000001024" in err
     assert "keeps the run's net_arch" in err and "meta.json" in err  # the stored options, not defaults
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 def test_a_directory_in_place_of_latest_is_refused_before_training(
         run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "latest").unlink()
     (run / "latest").mkdir()
-    before = _snapshot(run)
+    before = folder_digest(run)
     assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume", "--total_timesteps", "2048"]) == 2
     err = capsys.readouterr().err
     assert "latest: not a file" in err and err.count("\n") == 1
-    assert _snapshot(run) == before
+    assert folder_digest(run) == before
 
 
 def test_a_locked_run_directory_is_refused_naming_the_holder(run: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     with FolderLock(run, "run directory"):
-        before = _snapshot(run)
+        before = folder_digest(run)
         assert cli_main(["train", *TINY, "--run_dir", str(run), "--resume"]) == 2
-        assert _snapshot(run) == before
+        assert folder_digest(run) == before
     err = capsys.readouterr().err
     assert f"PID {os.getpid()}" in err and "in use" in err
 

@@ -7,13 +7,11 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from canasta_env.messages import short_repr
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
 from train.common.outputs import check_output_file
 
@@ -67,7 +65,7 @@ def run(ns: argparse.Namespace) -> int:
     if o.luck_correction:
         luck_weights(rules)  # rules without fitted weights: refused before any agent is built
     if o.json is not None:  # "" too: refused, not read as "no file"
-        _check_json(o.json)
+        check_output_file(o.json, "--json")
     names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
     if not names:
         raise ValueError("--opponents: name at least one opponent")
@@ -100,16 +98,6 @@ def run(ns: argparse.Namespace) -> int:
             raise ValueError(f"--json {o.json}: cannot write it ({exc.strerror or exc}); the table above "
                              "holds the results") from None
     return 0
-
-
-def _check_json(path: str) -> None:
-    """Refuse, before any game, a ``--json`` path the write after the games would fail on or hang
-    at: ``check_output_file``'s checks, and a pipe, device or broken link there (a pipe without a
-    reader waited forever, a link to a missing folder failed once every game was played)."""
-    check_output_file(path, "--json")
-    if os.path.lexists(path) and not Path(path).is_file():
-        raise ValueError(f"--json {short_repr(path)}: not a regular file (a pipe, device or broken link); "
-                         "name a file to write")
 
 
 def _finite(row: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from typing import Any
 
 from stable_baselines3.common.logger import KVWriter, filter_excluded_keys
 
+from train.common.outputs import write_atomic
+
 
 class AppendingCSV(KVWriter):
     """An SB3 logger output writing ``path`` in append mode (see the module docstring)."""
@@ -39,13 +41,12 @@ class AppendingCSV(KVWriter):
         return (table[0], table[1:]) if table else ([], [])
 
     def _rewrite(self, rows: list[list[str]]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        with tmp.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            if self.keys:
-                writer.writerow(self.keys)
-            writer.writerows(row + [""] * (len(self.keys) - len(row)) for row in rows)
-        os.replace(tmp, self.path)
+        text = io.StringIO(newline="")
+        writer = csv.writer(text)
+        if self.keys:
+            writer.writerow(self.keys)
+        writer.writerows(row + [""] * (len(self.keys) - len(row)) for row in rows)
+        write_atomic(self.path, text.getvalue().encode("utf-8"))
 
     def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]],
               step: int = 0) -> None:

@@ -65,18 +65,16 @@ def build_entrants(rules: RuleSet, entrants: Sequence[Any]) -> list[Entrant]:
     return built
 
 
-def _vs_label(vs: str | None, people: Sequence[Entrant]) -> str | None:
-    """The label of the entrant that ``vs`` names: its label, its name as given (a folder named with
-    a trailing ``/``, which the label drops: ``--vs`` spelled as in ``--agents`` was refused), or
-    another path to the same folder (``./runs/x`` for ``runs/x``). Anything else is returned as it
-    is, for ``make_plan`` to refuse."""
+def _vs_label(vs: str | None, people: Sequence[Entrant], rules: RuleSet) -> str | None:
+    """The label of the entrant that ``vs`` names: its label, or another spelling of its agent
+    (``agents.agent_key``: a folder with the trailing ``/`` its label drops, ``./runs/x`` for
+    ``runs/x``). Anything else is returned as it is, for ``make_plan`` to refuse."""
+    from agents import agent_key
+
     if vs is None or any(e.label == vs for e in people):
         return vs
-    same = [e.label for e in people if e.spec == vs or e.spec.rstrip("/") == vs.rstrip("/")]
-    if not same and "/" in vs and Path(vs).exists():
-        same = [e.label for e in people if "/" in e.spec and Path(e.spec).exists()
-                and Path(e.spec).resolve() == Path(vs).resolve()]
-    return same[0] if same else vs
+    key = agent_key(vs, rules)
+    return next((e.label for e in people if agent_key(e.spec, rules) == key), vs)
 
 
 def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, duplicate: bool = False,
@@ -125,7 +123,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
         lock.probe()
     people = build_entrants(rules, entrants)
     labels = [e.label for e in people]
-    vs = _vs_label(vs, people)
+    vs = _vs_label(vs, people, rules)
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
     agents = [e.agent for e in people]
     partner_label = None
@@ -196,7 +194,7 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
                              "ladder outside the output folder, or name it otherwise")
         read_ladder(Path(ladder))
         if not _made_with_out(Path(ladder).parent, out):
-            check_output_file(ladder, "--ladder")  # its folder: written after the games
+            check_output_file(ladder, "--ladder", dangling_ok=True)  # its folder: written after the games
 
 
 def _made_with_out(folder: Path, out: str | Path | None) -> bool:

@@ -12,7 +12,6 @@ training options where ``canasta train`` can resume it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,11 +45,8 @@ def check_out(out: str | Path, what: str = "OUT", *, folder: bool = False, sb3: 
         return Path(out)
     if not str(out).strip():
         raise ValueError(f"{what} {short_repr(str(out))}: not a file name")
-    path = check_output_file(sb3_path(Path(out)) if sb3 else out, what)
-    if path.exists() and not path.is_file():  # a pipe hung the write; a broken link is --force's
-        raise ValueError(f"{what} {short_repr(str(path))}: not a regular file (a pipe or device); name a "
-                         "file to write")
-    return path
+    # a link to nothing is followed on purpose: --force writes the export at its target
+    return check_output_file(sb3_path(Path(out)) if sb3 else out, what, dangling_ok=True)
 
 
 def _check_not_source(out: Path, ckpt: Path) -> None:
@@ -68,20 +64,14 @@ def _check_not_source(out: Path, ckpt: Path) -> None:
 
 
 def _write_atomic(out: Path, write: Callable[[Path], Any]) -> Path:
-    """Call ``write`` on a temporary file beside ``out`` (through a link ``--force`` replaces) and
-    move it onto ``out``: a failed write (a full disk) leaves no half-written file at ``out`` and is
-    one line naming it."""
-    target = out.resolve()
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}{target.suffix}")
+    """``train.common.outputs.replace_file`` onto ``out`` (through a link ``--force`` replaces): a
+    failed write (a full disk) leaves no half-written file at ``out`` and is one line naming it."""
+    from train.common.outputs import replace_file
+
     try:
-        write(tmp)
-        os.replace(tmp, target)
+        replace_file(out.resolve(), write)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ValueError(f"OUT {out}: cannot write it ({exc.strerror or exc})") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return out
 
 
