@@ -8,6 +8,7 @@ import io
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy.typing as npt
 
 from canasta_env.messages import short_repr
-from train.common.outputs import write_atomic
+from train.common.outputs import replace_file, write_atomic
 from train.evaluation.hand_table import hand_columns, labelled
 
 FORMAT = "canasta-tournament"
@@ -123,18 +124,27 @@ class HandLog:
         cut or repeated in the file: their hands are to be replayed, records and all) and the numbers
         of the lines dropped that are not game records of this tournament (damaged or edited).
         Records of units that did not finish (written before an interruption), blank lines and a
-        torn last line are dropped too."""
+        torn last line are dropped too. The file is read twice, a line at a time (a million hands'
+        records are gigabytes), and a line longer than a record can be is not one."""
         if not self.records_path.exists() and not games:
             return set(), []
-        raw = self.records_path.read_bytes() if self.records_path.exists() else b""
-        lines = raw.split(b"\n")[:-1]  # the last part: b"" or a torn line
-        units = [_record_unit(line) for line in lines]
+        units: list[tuple[int, int] | None] = []
+        damaged: list[int] = []
+        for n, line in enumerate(_lines(self.records_path), start=1):
+            units.append(_record_unit(line) if line is not None else None)
+            if units[-1] is None and (line is None or line.strip()):
+                damaged.append(n)
         found = Counter(units)
         short = {u for u, count in games.items() if found[u] != count}
-        kept = [line + b"\n" for line, u in zip(lines, units, strict=True) if u in games and u not in short]
-        write_atomic(self.records_path, b"".join(kept))
-        return short, [n for n, (line, u) in enumerate(zip(lines, units, strict=True), start=1)
-                       if u is None and line.strip()]
+
+        def write(tmp: Path) -> None:
+            with tmp.open("wb") as out:
+                for line, u in zip(_lines(self.records_path), units, strict=True):
+                    if line is not None and u in games and u not in short:
+                        out.write(line)
+
+        replace_file(self.records_path, write)
+        return short, damaged
 
     def append_records(self, records: list[Any]) -> None:
         from canasta_env.records import write_records
@@ -153,6 +163,25 @@ class HandLog:
             writer.writerows(zip(*(named[c] for c in self.columns), strict=True))
             f.flush()
             os.fsync(f.fileno())
+
+
+def _lines(path: Path) -> Iterator[bytes | None]:
+    """The lines of ``path`` with their newline, one at a time; None for a line longer than a record
+    can be (``MAX_LINE_BYTES``: a file of junk without a newline is never read whole), and a torn last
+    line (no newline: an interrupted write) left out. Nothing for a missing file."""
+    from canasta_env.records import MAX_LINE_BYTES
+
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        while line := f.readline(MAX_LINE_BYTES + 1):
+            if len(line) > MAX_LINE_BYTES:
+                while line and not line.endswith(b"\n"):
+                    line = f.readline(MAX_LINE_BYTES)
+                if line:
+                    yield None
+            elif line.endswith(b"\n"):
+                yield line
 
 
 def _record_unit(line: bytes) -> tuple[int, int] | None:

@@ -36,9 +36,10 @@ class Replayer:
             return False
         return answer.strip().lower() not in ("q", "quit")
 
-    def show(self, record: Any, number: int, total: int) -> bool:
-        """Replay ``record``; returns False when the user quit. Raises ``RecordError`` when the
-        record does not replay."""
+    def show(self, record: Any, number: int, total: int | None) -> bool:
+        """Replay ``record``, hand ``number`` of ``total`` in its file (None: not counted, when one
+        hand is shown without reading the rest); returns False when the user quit. Raises
+        ``RecordError`` when the record does not replay."""
         from canasta_env.engine import ACTION_NAMES
         from canasta_env.engine.render import render
         from canasta_env.messages import printable
@@ -49,7 +50,8 @@ class Replayer:
         if self.view is not None and not 0 <= self.view < state.num_players:
             raise ValueError(f"--view {self.view}: {record.preset} has seats 0-{state.num_players - 1}")
         # Text, not a str: rich would read brackets in the record's rules name as markup
-        self.console.rule(Text(f"Hand {number} of {total} in the file: {record.describe()}"))
+        of = "" if total is None else f" of {total}"
+        self.console.rule(Text(f"Hand {number}{of} in the file: {record.describe()}"))
         seats = ", ".join(f"P{p} {printable(label)}" for p, label in enumerate(record.seats))
         self.console.print(Text(f"Seats: {seats}; game scores before the hand: {record.scores_before}; "
                                 f"{len(record.actions)} decisions"))
