@@ -2,7 +2,9 @@
 
 ``Guard`` (ASGI middleware, outermost in the app) adds the security headers to every answer (pages,
 static files, JSON, refusals), refuses requests for other host names on a loopback bind (DNS
-rebinding), and turns an error nothing else caught into a one-line JSON 500 and one log line.
+rebinding), turns an error nothing else caught into a one-line JSON 500 and one log line, and
+rewrites a refusal that is not JSON (Starlette's plain-text 400 and 416 for a static file's bad
+``Range``) as the one-line JSON error every other refusal is.
 The exception handlers answer each refusal as one-line JSON: ``GameError`` with its status, a
 Starlette refusal (no such route, wrong method), a client that left mid-body (logged in one line,
 no traceback) and an OS error of the record dir (503, the record dir cannot be used now).
@@ -10,6 +12,8 @@ no traceback) and an OS error of the record dir (503, the record dir cannot be u
 
 from __future__ import annotations
 
+import json
+from http import HTTPStatus
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -46,13 +50,26 @@ class Guard:
             await self.app(scope, receive, send)
             return
         started = False
+        held: list[Message] = []  # a refusal that is not JSON, until its body is all here
 
         async def send_guarded(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
-                started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _NAMES]
                 message = {**message, "headers": headers + SECURITY_HEADERS}
+                if message["status"] >= 400 and not _is_json(headers):
+                    held.append(message)
+                    return
+                started = True
+            elif held and message["type"] == "http.response.body":
+                held.append(message)
+                if message.get("more_body"):
+                    return
+                started = True
+                for part in _as_json(held):
+                    await send(part)
+                held.clear()
+                return
             await send(message)
 
         if self.allowed_hosts and _host(scope) not in self.allowed_hosts:
@@ -69,6 +86,30 @@ class Guard:
                 answer = JSONResponse({"error": f"the server failed on this request ({type(exc).__name__})"},
                                       status_code=500)
                 await answer(scope, receive, send_guarded)
+
+
+def _is_json(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(k.lower() == b"content-type" and v.split(b";")[0].strip().lower() == b"application/json"
+               for k, v in headers)
+
+
+def _as_json(held: list[Message]) -> list[Message]:
+    """A refusal's start and body messages as ``{"error": its text's first line}`` (its status's
+    name when the text says nothing or is encoded), its other headers kept."""
+    start, status = held[0], held[0]["status"]
+    encoded = any(k.lower() == b"content-encoding" for k, _ in start["headers"])
+    said = b"".join(m.get("body", b"") for m in held[1:])[:2048].decode("utf-8", "replace")
+    line = "" if encoded else " ".join(said.strip().split("\n")[0].split())[:300]
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = f"HTTP {status}"
+    body = json.dumps({"error": line or phrase}).encode()
+    headers = [(k, v) for k, v in start["headers"]
+               if k.lower() not in (b"content-type", b"content-length", b"content-encoding")]
+    return [{**start, "headers": [(b"content-type", b"application/json"),
+                                  (b"content-length", b"%d" % len(body)), *headers]},
+            {"type": "http.response.body", "body": body, "more_body": False}]
 
 
 def _host(scope: Scope) -> str:

@@ -77,8 +77,10 @@ def _check_fields(data: dict[str, Any]) -> None:
     for i, hint in enumerate(hints):
         check_choices(hint, f"hint #{i}")
     check_int(data.get("hands_recorded"), "'hands_recorded'", 0, MAX_HANDS)
-    if "agent_error" in data:  # why an agent stopped the game (``Game.failure``)
-        check_text(data["agent_error"], "'agent_error'", MAX_TEXT)
+    if "agent_error" in data:  # why an agent stopped the game (``Game.failure``, one line)
+        failure = check_text(data["agent_error"], "'agent_error'", MAX_TEXT)
+        if not failure or " ".join(failure.split()) != failure:  # the 502's error would not be one line
+            raise ValueError(f"'agent_error' {shown(failure)} is not one line of text")
 
 
 def _check_log(log: Any, n: int, actions: int) -> None:

@@ -9,7 +9,8 @@ client that connects and sends half a request line holds its connection as long 
 ``BoundedH11Protocol`` adds that deadline (``Limits.header_seconds``, counted from the connection or
 from the first byte of a request) and closes the connection when it passes; it also caps the size
 of a request's line and headers however they arrive (431). The body has its own deadline in the app
-(``train.web.bodies.read_body``: 408).
+(``train.web.bodies.read_body``: 408). Past ``limit_concurrency`` it answers the one-line JSON 503 every
+other refusal of the API has, with the security headers (uvicorn's own was ``text/plain``).
 
 ``bind`` binds the listening socket before the app is built (a port in use is one clear line, and
 ``--port 0`` learns the port the system chose), ``serve`` runs uvicorn on it.
@@ -28,6 +29,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from train.web.errors import log
 from train.web.limits import Limits
 from train.web.middleware import SECURITY_HEADERS
 
@@ -38,6 +40,34 @@ class BoundedH11Protocol(H11Protocol):
 
     header_seconds = 10.0
     max_header_bytes = 16 * 1024
+    overloaded = False  # a 503 was answered since the last request served: logged once
+
+    def __init__(self, config: Any, server_state: Any, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """uvicorn's protocol, its concurrency limit checked by ``_limited`` instead of by uvicorn
+        (whose 503 was plain text without the security headers)."""
+        super().__init__(config, server_state, app_state, _loop)
+        self.max_concurrency, self.limit_concurrency = self.limit_concurrency, None
+        self.inner_app, self.app = self.app, self._limited
+
+    async def _limited(self, scope: Any, receive: Any, send: Any) -> None:
+        """The app, or a JSON 503 when ``max_concurrency`` connections are open or requests under
+        way (uvicorn's test, counted once this request's task is among ``tasks``); the connection
+        is then closed, as uvicorn closed it."""
+        limit = self.max_concurrency
+        if limit is None or (len(self.connections) < limit and len(self.tasks) <= limit):
+            type(self).overloaded = False
+            await self.inner_app(scope, receive, send)
+            return
+        if not type(self).overloaded:
+            type(self).overloaded = True
+            log.warning("%d connections or requests at once (the limit): answering 503 until fewer", limit)
+        body = json.dumps({"error": f"the server is busy: it serves at most {limit} connections at "
+                                    "once; try again in a moment"}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                   (b"connection", b"close"), (b"retry-after", b"1"), *SECURITY_HEADERS]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         """A new connection: its request line and headers are due within ``header_seconds``."""
@@ -71,6 +101,10 @@ class BoundedH11Protocol(H11Protocol):
         except h11.LocalProtocolError:  # an answer had begun on this connection: only close it
             pass
         self.transport.close()
+
+    def _unsupported_upgrade_warning(self) -> None:
+        """An ``Upgrade`` header (the table has no WebSocket): the request is answered as plain HTTP,
+        in silence; uvicorn logged two lines per such request, advising a WebSocket library."""
 
     def connection_lost(self, exc: Exception | None) -> None:
         """The connection closed: no deadline left to run."""
@@ -154,15 +188,20 @@ def log_to_stderr() -> None:
         logger.propagate = False
 
 
-def serve(app: Any, sock: socket.socket, limits: Limits) -> None:
-    """Run uvicorn on ``sock`` with ``limits``' timeouts and caps until Ctrl-C."""
+def make_server(app: Any, limits: Limits) -> Any:
+    """A ``uvicorn.Server`` for ``app`` with ``limits``' timeouts and caps, on ``BoundedH11Protocol``."""
     import uvicorn
 
     protocol = type("BoundedH11", (BoundedH11Protocol,), {"header_seconds": limits.header_seconds,
                                                          "max_header_bytes": limits.max_header_bytes})
-    config = uvicorn.Config(app, log_level="warning", http=protocol, lifespan="on",
+    config = uvicorn.Config(app, log_level="warning", http=protocol, ws="none", lifespan="on",
                             timeout_keep_alive=limits.keep_alive_seconds,
                             h11_max_incomplete_event_size=limits.max_header_bytes,
                             limit_concurrency=limits.max_connections, timeout_graceful_shutdown=5)
+    return uvicorn.Server(config)
+
+
+def serve(app: Any, sock: socket.socket, limits: Limits) -> None:
+    """Run uvicorn on ``sock`` with ``limits``' timeouts and caps until Ctrl-C."""
     log_to_stderr()
-    uvicorn.Server(config).run(sockets=[sock])
+    make_server(app, limits).run(sockets=[sock])

@@ -119,5 +119,30 @@
     })}`;
   }
 
-  window.Cards = { esc, html, setHtml, drawPart, Html, int, text, list, cardSvg, cardRow };
+  // fetch(url, init) and its answer: {status, data} with data the JSON object of a 2xx answer, else an
+  // Error of one line with its status and busy flag: the answer's own {"error"}, or, for a body that
+  // is not a JSON object (a proxy's page, a plain-text refusal), the status and its reason instead
+  // of a parse error or a table drawn from nothing; a server out of reach says so.
+  async function request(url, init) {
+    let r;
+    try {
+      r = await fetch(url, init);
+    } catch (_) {
+      const gone = new Error("the server cannot be reached (is canasta serve still running?)");
+      throw Object.assign(gone, { status: 0, busy: false });
+    }
+    return { status: r.status, data: await answer(r) };
+  }
+
+  async function answer(r) {
+    const body = await r.json().catch(() => null);
+    const data = body && typeof body === "object" && !Array.isArray(body) ? body : null;
+    if (r.ok && data) return data;
+    const said = data && typeof data.error === "string" ? data.error.split("\n")[0].trim() : "";
+    const reason = r.statusText ? ` ${r.statusText}` : "";
+    const why = said || `the server answered HTTP ${r.status}${reason} without a readable message`;
+    throw Object.assign(new Error(why), { status: r.status, busy: Boolean(data && data.busy === true) });
+  }
+
+  window.Cards = { esc, html, setHtml, drawPart, Html, int, text, list, cardSvg, cardRow, request };
 })();

@@ -6,17 +6,14 @@
 "use strict";
 
 (function () {
-  const { html, setHtml, drawPart, int, text, list } = window.Cards;
+  const { html, setHtml, drawPart, int, text, list, request } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let hand = null; // {frames, moves, ...}
   let step = 0;
 
   async function api(method, url, body, type) {
-    const r = await fetch(url, { method, body, headers: type ? { "content-type": type } : {} });
-    const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
-    if (!r.ok) throw new Error(text(data.error) || `HTTP ${r.status}`);
-    return data;
+    return (await request(url, { method, body, headers: type ? { "content-type": type } : {} })).data;
   }
 
   function showError(message) {

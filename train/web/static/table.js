@@ -6,7 +6,7 @@
 "use strict";
 
 (function () {
-  const { html, setHtml, drawPart, int, text, list, cardRow } = window.Cards;
+  const { html, setHtml, drawPart, int, text, list, cardRow, request } = window.Cards;
   const R = window.Render;
   const $ = (id) => document.getElementById(id);
   let view = null;
@@ -21,10 +21,7 @@
       init.headers["content-type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const r = await fetch(url, init);
-    const data = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
-    if (!r.ok) throw Object.assign(new Error(text(data.error) || `HTTP ${r.status}`), { status: r.status, busy: data.busy === true });
-    return { status: r.status, data };
+    return request(url, init);
   }
 
   // The table a request answers; when the agents are still thinking (202, or a GET answered 409
