@@ -13,6 +13,8 @@ JSON files; the package is split by job, lower modules first (none imports this 
 * ``policy`` - ``describe_policy`` for meta.json and ``policy_from_checkpoint`` to rebuild one;
 * ``find`` - complete checkpoints of a run directory and its latest one;
 * ``write`` - ``save_checkpoint`` (atomic), ``build_meta``, ``remove_partial_checkpoints``;
+* ``tensors`` - the weights and optimizer files parsed where they were read (their size in memory
+  once);
 * ``read`` - ``load_checkpoint`` (every file verified) and ``validate_state``.
 
 Every name is importable from here: ``from agents.checkpoint import load_checkpoint``.

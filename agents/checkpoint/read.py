@@ -12,17 +12,18 @@ what the described network can fill, before reading; checks meta.json's policy
 description (``policy_spec``: allow-listed classes and arguments, a bounded network, the weights'
 shapes, finite floating-point weights) and that its rules are stored options, never a name to
 resolve; validates ``state.json`` (``validate_state``); refuses optimizer.pt tensors that hold more
-bytes than the file or values that are not finite; and writes nothing anywhere.
+bytes than the file or values that are not finite; and writes nothing anywhere. Each file is read
+once, hashed as it is read, into the memory its tensors then view (``tensors``): a checkpoint takes
+its size in memory once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,14 @@ from agents.checkpoint.format import (
     _json_round_trip,
     _one_line,
 )
-from agents.checkpoint.policy_spec import _check_file_sizes, _check_weight_values, _check_weights
+from agents.checkpoint.policy_spec import (
+    _all_finite,
+    _check_file_sizes,
+    _check_weight_values,
+    _check_weights,
+)
 from agents.checkpoint.rng import _rng_problem
+from agents.checkpoint.tensors import memory_file, safetensors_views, torch_load
 from canasta_env.messages import short_repr
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -79,8 +86,6 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
     Raises:
         CheckpointError: naming the file at fault.
     """
-    from safetensors.torch import load as load_safetensors
-
     path = _resolve(Path(path_or_run_dir))
     meta = _read_meta(path)
     if rules is not None:
@@ -88,20 +93,25 @@ def load_checkpoint(path_or_run_dir: str | os.PathLike[str], *, rules: Any = Non
     if expect_layout is not None:
         _check_layout(path / META_FILE, meta, expect_layout)
     _check_unlisted(path, meta)
-    parsed = {POLICY_FILE, STATE_FILE} | ({OPTIMIZER_FILE} if load_optimizer else set())
-    data = {f: _verify(path, meta, f, keep=f in parsed) for f in meta["files"]}
-    policy_state = _parse(path / POLICY_FILE, data[POLICY_FILE], load_safetensors)
-    if "policy" in meta:
-        _check_weights(path, meta["policy"], policy_state)
-    _check_weight_values(path, policy_state)
-    state = _parse(path / STATE_FILE, data[STATE_FILE], _json_loads)
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path / STATE_FILE}: holds a {type(state).__name__}, not a mapping")
-    validate_state(path, state)
-    optimizer_state = None
-    if load_optimizer and OPTIMIZER_FILE in data:
-        optimizer_state = _parse(path / OPTIMIZER_FILE, data[OPTIMIZER_FILE], _torch_load)
-        _check_optimizer_state(path / OPTIMIZER_FILE, optimizer_state, len(data[OPTIMIZER_FILE]))
+    weights, state_bytes = bytearray(), bytearray()
+    with memory_file() as optimizer:
+        sinks = {POLICY_FILE: weights.extend, STATE_FILE: state_bytes.extend,
+                 OPTIMIZER_FILE: optimizer.write if load_optimizer else None}
+        for fname in meta["files"]:
+            _verify(path, meta, fname, sinks[fname])
+        policy_state = _parse(path / POLICY_FILE, weights, safetensors_views)
+        if "policy" in meta:
+            _check_weights(path, meta["policy"], policy_state)
+        _check_weight_values(path, policy_state)
+        state = _parse(path / STATE_FILE, state_bytes, _json_loads)
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{path / STATE_FILE}: holds a {type(state).__name__}, not a mapping")
+        validate_state(path, state)
+        optimizer_state = None
+        if load_optimizer and OPTIMIZER_FILE in meta["files"]:
+            file = path / OPTIMIZER_FILE
+            optimizer_state = _parse(file, optimizer, torch_load)
+            _check_optimizer_state(file, optimizer_state, meta["files"][OPTIMIZER_FILE]["bytes"])
     return Checkpoint(path, policy_state, optimizer_state, state, meta)
 
 
@@ -203,20 +213,21 @@ def _check_unlisted(path: Path, meta: dict[str, Any]) -> None:
                                   "or sha256 to verify it against)")
 
 
-def _verify(path: Path, meta: dict[str, Any], fname: str, *, keep: bool) -> bytes:
-    """Check ``fname``'s size and sha256 against meta.json; its bytes if ``keep`` (else b"")."""
+def _verify(path: Path, meta: dict[str, Any], fname: str, sink: Callable[[memoryview], Any] | None) -> None:
+    """Check ``fname``'s size and sha256 against meta.json, passing what is read to ``sink`` (if
+    given): each byte is read once, and kept only where the sink keeps it."""
     file, info = path / fname, meta["files"][fname]
     want = info["bytes"]
     with _open_regular(file, f" (listed in {META_FILE})") as f:
         size = os.fstat(f.fileno()).st_size
         if size == want:
-            digest, chunks, size = hashlib.sha256(), [], 0
+            digest, size, chunk = hashlib.sha256(), 0, memoryview(bytearray(_CHUNK))
             try:
-                while size <= want and (chunk := f.read(_CHUNK)):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    if keep:
-                        chunks.append(chunk)
+                while size <= want and (n := f.readinto(chunk)):
+                    digest.update(chunk[:n])
+                    size += n
+                    if sink is not None:
+                        sink(chunk[:n])
             except OSError as exc:
                 raise CheckpointError(f"{file}: unreadable ({_one_line(exc)})") from None
     if size != want:  # checked by stat, and again by what was read (the file may have changed)
@@ -225,33 +236,14 @@ def _verify(path: Path, meta: dict[str, Any], fname: str, *, keep: bool) -> byte
     if digest.hexdigest() != info["sha256"]:
         raise CheckpointError(f"{file}: sha256 mismatch (file {digest.hexdigest()}, {META_FILE} "
                               f"records {info['sha256']}): the file was modified or corrupted")
-    return b"".join(chunks)
 
 
-def _parse(file: Path, data: bytes, parse: Any) -> Any:
-    """Parse verified bytes; any parser error is a CheckpointError naming the file."""
+def _parse(file: Path, data: Any, parse: Any) -> Any:
+    """Parse a verified file held in memory; any parser error is a CheckpointError naming it."""
     try:
         return parse(data)
     except Exception as exc:  # safetensors, torch and json errors alike
         raise CheckpointError(f"{file}: unreadable ({_one_line(exc)})") from None
-
-
-def _torch_load(data: bytes) -> Any:
-    """``torch.load`` of tensors and plain containers only, after checking the archive stores its
-    records uncompressed (as ``torch.save`` writes them): no record can expand past the file."""
-    import zipfile
-
-    import torch
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            records = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"not a torch.save archive ({exc})") from None
-    if any(r.compress_type != zipfile.ZIP_STORED or r.file_size != r.compress_size
-           for r in records) or sum(r.file_size for r in records) > len(data):
-        raise ValueError("archive records are compressed or larger than the file")
-    return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
 def _check_optimizer_state(file: Path, value: Any, size: int) -> None:
@@ -286,7 +278,7 @@ def _check_optimizer_tensors(file: Path, value: Any, size: int) -> None:
             if total > size:
                 raise CheckpointError(f"{file}: its tensors hold more than the file's {size:,} bytes "
                                       "(views that repeat stored values: a tampered file)")
-            if item.is_floating_point() and not bool(torch.isfinite(item).all()):
+            if item.is_floating_point() and not _all_finite(item):
                 raise CheckpointError(f"{file}: holds NaN or infinite values (a diverged or damaged run)")
         elif isinstance(item, dict):
             stack.extend(item.values())
