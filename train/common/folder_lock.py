@@ -1,4 +1,5 @@
-"""Exclusive locks on output folders (run directories, tournament ``--out``): one writer at a time.
+"""Exclusive locks on output folders (run directories, tournament ``--out``): one writer at a time;
+and ``waiting_lock``, which waits its turn, for a short read-modify-write of a shared file.
 
 The lock is an OS advisory lock (``flock`` on POSIX, ``msvcrt.locking`` on Windows) on the file
 ``<folder>/.lock``, so the kernel releases it when its process dies, even by SIGKILL: a stale lock
@@ -8,11 +9,17 @@ second process reports.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 LOCK_FILE = ".lock"
+WAIT_NOTICE_S = 5.0  # waiting_lock says on stderr whom it waits for after this long
 
 
 class FolderLockedError(ValueError):
@@ -94,6 +101,53 @@ class FolderLock:
                 folder.rmdir()
         except OSError:  # another process's files appeared meanwhile: leave them
             pass
+
+
+@contextlib.contextmanager
+def waiting_lock(path: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path``, waiting while another process (or another
+    thread's ``waiting_lock``) holds it: for a read-modify-write of a file that several processes
+    update, so that none loses another's update. ``path`` is made if missing and left in place
+    (removed, a waiter and a newcomer could lock two files); the holder writes its PID into it, and
+    after ``WAIT_NOTICE_S`` seconds of waiting one line on stderr names the holder. A link, folder or
+    pipe at ``path``, or one that cannot be made, is a ``ValueError`` naming ``what``."""
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:  # a folder, a link (O_NOFOLLOW), a folder without write permission
+        raise ValueError(f"{path}: cannot open the lock file of {what} ({exc.strerror or exc}); it must "
+                         "be a regular file, or absent in a writable folder") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: the lock file of {what} is not a regular file (a pipe or device); "
+                             "remove it")
+        start, told = time.monotonic(), False
+        while not _try_lock(fd):
+            if not told and time.monotonic() - start > WAIT_NOTICE_S:
+                holder = _holder(fd)
+                print(f"waiting for {what}: its lock {path} is held by PID {holder}", file=sys.stderr,
+                      flush=True)
+                told = True
+            time.sleep(0.02)
+        try:
+            pid = f"{os.getpid()}\n".encode()
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, pid)
+            os.ftruncate(fd, len(pid))
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """The PID a lock file's holder wrote into it, or ``unknown``."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+    except OSError:  # Windows: the holder's byte lock bars reading it
+        return "unknown"
 
 
 if os.name == "nt":  # pragma: no cover - exercised on Windows only

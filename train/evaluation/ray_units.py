@@ -43,35 +43,64 @@ def connect(address: str) -> None:
 
 
 def _probe(address: str, timeout_s: float = 5.0) -> None:
-    """Fail fast on a ``host:port`` nothing listens on (Ray itself would keep retrying for minutes)."""
+    """Fail fast on a ``host:port`` nothing listens on, or whose port is no port number (``host:-1``,
+    ``host:abc``, ``host:99999``): Ray itself would keep retrying either for minutes."""
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep:
         return  # "auto" and other forms Ray resolves itself
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"--ray {address}: port {port!r} is not a port number (1 to 65535); give 'auto' "
+                         "or host:port")
     try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+        socket.create_connection((host.removeprefix("[").removesuffix("]") or "127.0.0.1", int(port)),
+                                 timeout=timeout_s).close()  # [::1]:6379, as Ray takes IPv6
     except OSError as exc:
         raise ValueError(f"--ray {address}: no Ray cluster reachable there ({exc.strerror or exc})") from exc
 
 
 def play_units(shared: tuple[Any, ...], pending: list[tuple[int, npt.NDArray[Any]]], address: str
                ) -> Iterator[tuple[dict[str, npt.NDArray[Any]], list[Any]]]:
-    """``train.evaluation.tournament.play_unit`` of every ``(match, deals)`` in ``pending`` on the cluster,
-    yielded in the order of ``pending``. ``shared`` is ``play_unit``'s other arguments:
-    ``(rules, agents, plan, deal_source, seed, labels, luck)``."""
+    """``train.evaluation.tournament_plan.play_unit`` of every ``(match, deals)`` in ``pending`` on the
+    cluster, yielded in the order of ``pending``. ``shared`` is ``play_unit``'s other arguments:
+    ``(rules, agents, plan, deal_source, seed, labels, luck, names)``; ``names`` (the entrants' labels,
+    then the partner's) name a failing agent as the local run does, not ``#i (Class)``."""
     import ray
 
     connect(address)
     task = ray.remote(max_retries=TASK_RETRIES)(_unit_task)
-    ref = ray.put(shared)
+    ref = _put(shared)
     kill = os.environ.get(KILL_ENV, "")
     marker = kill.removeprefix("ray_unit@") if kill.startswith("ray_unit@") else None
     futures = [task.remote(ref, m, d, marker) for m, d in pending]
     try:
         for future in futures:
-            yield ray.get(future)
+            try:
+                yield ray.get(future)
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, ValueError):  # a failing agent: its one line, as a local run says it
+                    raise exc.cause from None
+                raise
     finally:
         for future in futures:
             ray.cancel(future)  # a no-op for finished tasks; drops the rest on an interruption
+
+
+def _put(shared: tuple[Any, ...]) -> Any:
+    """``shared`` in the object store; an agent that cannot be pickled (it holds a lock, a file, a
+    generator) is a ``ValueError`` naming it (a traceback of Ray's serializer)."""
+    import ray
+
+    try:
+        return ray.put(shared)
+    except Exception:
+        agents, names = shared[1], shared[7]
+        for agent, name in zip(agents, names, strict=True):
+            try:
+                ray.cloudpickle.dumps(agent)
+            except Exception as exc:
+                raise ValueError(f"--ray: agent {name!r} cannot be sent to the Ray workers (it does not "
+                                 f"pickle: {type(exc).__name__}: {exc}); play it without --ray") from None
+        raise
 
 
 def _unit_task(shared: tuple[Any, ...], match_index: int, deals: npt.NDArray[Any],
@@ -81,5 +110,6 @@ def _unit_task(shared: tuple[Any, ...], match_index: int, deals: npt.NDArray[Any
     if kill_marker is not None and not Path(kill_marker).exists():  # tests: lose a worker once
         Path(kill_marker).touch()
         os._exit(1)
-    rules, agents, plan, deal_source, seed, labels, luck = shared
-    return play_unit(rules, agents, plan, match_index, deals, deal_source, seed, labels, luck=luck)
+    rules, agents, plan, deal_source, seed, labels, luck, names = shared
+    return play_unit(rules, agents, plan, match_index, deals, deal_source, seed, labels, luck=luck,
+                     names=names)

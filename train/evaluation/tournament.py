@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
-from train.common.folder_lock import FolderLock
+from train.common.folder_lock import LOCK_FILE, FolderLock
 from train.evaluation.hand_log import DAMAGED, OUTPUT_NAMES, HandLog, TournamentConfig
 from train.evaluation.hand_rows import parse_rows
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
@@ -135,8 +135,8 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
                               partner_label, seed, set_name, resamples, target_margin, records,
                               luck_correction)
     if ladder is not None:  # a ladder that counts this tournament must rate its entrants: before any game
-        from train.evaluation.ladder import read_ladder
-        from train.evaluation.tournament_report import counted_ratings, ladder_id
+        from train.evaluation.ladder import counted_ratings, read_ladder
+        from train.evaluation.tournament_report import ladder_id
 
         counted_ratings(Path(ladder), read_ladder(Path(ladder)), ladder_id(config), labels)
     if on_ray is not None:  # last: every other argument is checked before a cluster starts
@@ -185,14 +185,15 @@ def _check_outputs(records: bool, out: str | Path | None, ladder: str | Path | N
                              "reads and writes files; use another --out folder")
     if ladder is not None:
         from train.common.outputs import check_output_file
-        from train.evaluation.ladder import read_ladder
+        from train.evaluation.ladder import check_lock, read_ladder
 
-        written = ("tournament.json", *OUTPUT_NAMES)
+        written = ("tournament.json", *OUTPUT_NAMES, LOCK_FILE)  # .lock: the tournament's PID, at its start
         if out is not None and Path(ladder).resolve() in {(Path(out) / name).resolve() for name in written}:
             # results.json replaced the ladder in silence; hands.csv was refused as a ladder after the games
             raise ValueError(f"--ladder {ladder}: a file the tournament writes in --out {out}; keep the "
                              "ladder outside the output folder, or name it otherwise")
         read_ladder(Path(ladder))
+        check_lock(Path(ladder))
         if not _made_with_out(Path(ladder).parent, out):
             check_output_file(ladder, "--ladder", dangling_ok=True)  # its folder: written after the games
 
@@ -252,7 +253,7 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
 
     pending = [u for u in units if key(u) not in done]
     shared = (layout.rules, layout.agents, plan, layout.deal_source, layout.seed,
-              layout.labels if records else None, layout.luck)
+              layout.labels if records else None, layout.luck, layout.labels)
     if on_ray is not None:
         from train.evaluation.ray_units import play_units
 

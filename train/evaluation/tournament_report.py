@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from train.evaluation.ladder import read_ladder, update_ladder
+from train.evaluation.ladder import rate_on_ladder
 from train.evaluation.ratings import (
     PairData,
     bootstrap_mean_ci,
@@ -336,20 +336,6 @@ def ladder_id(config: Any) -> str:
     return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def counted_ratings(path: Path, data: dict[str, Any], tournament_id: str,
-                    names: list[str]) -> list[dict[str, Any]] | None:
-    """The ladder's ratings of ``names`` if it counts this tournament already (a repeated or resumed
-    run), else None; a ladder that counts it but lacks an entrant's rating is a ``ValueError``."""
-    if tournament_id not in data["tournaments"]:
-        return None
-    missing = [name for name in names if name not in data["ratings"]]
-    if missing:
-        raise ValueError(f"ladder {path}: counts this tournament ({tournament_id}) but holds no rating for "
-                         f"{', '.join(map(repr, missing))}; restore the file, or use another --ladder")
-    keys = ("mu", "sigma", "ordinal", "games")
-    return [{"entrant": name, **{key: data["ratings"][name][key] for key in keys}} for name in names]
-
-
 def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.NDArray[Any]],
               ladder: Path | None = None) -> TournamentResult:
     """All statistics of a tournament from its hands (pure: same hands, same numbers). With a
@@ -362,12 +348,8 @@ def summarize(config: Any, plan: Any, labels: list[str], hands: dict[str, npt.ND
     if ladder is None:
         skill = openskill_view(plan, hands, labels[:k])
     else:
-        data = read_ladder(ladder)
-        tournament_id = ladder_id(config)
-        skill = counted_ratings(ladder, data, tournament_id, labels[:k])
-        if skill is None:
-            skill = openskill_view(plan, hands, labels[:k], data["ratings"])
-            update_ladder(ladder, tournament_id, skill)
+        skill = rate_on_ladder(ladder, ladder_id(config), labels[:k],
+                               lambda prior: openskill_view(plan, hands, labels[:k], prior))
     return TournamentResult(
         config=asdict(config), labels=labels, hands=hands, rating_rows=rating_rows, tie_nu=ratings.tie_nu,
         h2h_rows=head_to_head(pairs, labels, config.resamples, config.seed, config.target_margin),
