@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 # name -> (module, one-line help). A registry, not an if-chain: a new subcommand is one entry here.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -103,15 +104,44 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: long options spelt out in full (no abbreviations: ``serve --record FILE``
+    was ``--record-dir``, ``play --hand 2`` was ``--hands 2``), and an option it does not know refused
+    by the subcommand itself, with the nearest options it has (``canasta train: error: ...``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._nearest(extras)}")
+        return namespace, extras
+
+    def _nearest(self, extras: Sequence[str]) -> str:
+        """``(did you mean --X or --Y?)`` for the first unknown long option: the shown options it begins,
+        else the closest spellings."""
+        import difflib
+
+        typed = next((e.split("=", 1)[0] for e in extras if e.startswith("--")), None)
+        if typed is None:
+            return ""
+        shown = [s for a in self._actions if a.help != argparse.SUPPRESS for s in a.option_strings
+                 if s.startswith("--")]
+        near = [s for s in shown if s.startswith(typed)][:3] or difflib.get_close_matches(typed, shown, n=3)
+        return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     """The top-level parser; the options of the subcommand named in ``argv`` (if any) are added by
-    importing that subcommand's module, and no other."""
+    importing that subcommand's module, and no other. No option may be abbreviated (``_CommandParser``)."""
     parser = argparse.ArgumentParser(
         prog="canasta", description="canasta-rl: a fast vectorized Canasta engine for reinforcement "
-        "learning. Run `canasta COMMAND --help` for a command's options.")
+        "learning. Run `canasta COMMAND --help` for a command's options.", allow_abbrev=False)
     parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text,

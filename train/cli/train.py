@@ -11,7 +11,7 @@ from typing import Any
 from train.common.options import add_options, opt
 from train.common.run_dir import new_run_dir
 from train.common.stop_request import StoppedBeforeCheckpoint, catch_stop_signals
-from train.learning.config import TrainArgs, load_args, read_options
+from train.learning.config import TrainArgs, check_given, load_args, read_options
 
 
 @dataclass
@@ -61,6 +61,8 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     skip = {"config", "resume", "overwrite", "strict_resume", "command", "debug", "_run"}
     overrides = {k: v for k, v in vars(ns).items() if k not in skip}
     given = read_options(ns.config, overrides)
+    from_flags = {k for k, v in overrides.items() if v is not None}
+    from_file = set(given) - from_flags
     if league and not ns.resume:
         given = {**LEAGUE_DEFAULTS, **given}
     if given.get("run_dir") is None:
@@ -73,6 +75,7 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
         base, stored = resume_config(Path(args.run_dir))
         _keep_identity(base, given, stored)
         args = load_args(None, {**base, **given}, source=str(stored))
+    check_given(args, ns.config, from_file, from_flags, pool=selfplay or league)
     with catch_stop_signals() as stop:
         try:
             if args.exploiter_every > 0:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agents.checkpoint import MAX_LAYERS, MAX_UNITS
 from canasta_env.envs.learner import REWARD_MODES
 from canasta_env.messages import short_repr
-from train.common.options import AGENT_HELP, opt
+from train.common.options import AGENT_HELP, defaults, flag_name, opt
 
 
 @dataclass
@@ -166,6 +167,8 @@ def _number_hint(value: Any, kind: str) -> str:
         return ""
     if not math.isfinite(number):
         return " (YAML reads it as text; as a number it is beyond a float's range)"
+    if number == 0 and any(c in "123456789" for c in value.lower().partition("e")[0]):
+        return " (YAML reads it as text; as a number it is too close to 0 for a float: it would be 0.0)"
     mantissa, _, exponent = repr(number).partition("e")
     spelled = mantissa if "." in mantissa else f"{mantissa}.0"
     if exponent:
@@ -217,8 +220,12 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
     if not args.eval_opponents:
         raise ValueError(f"{where}: training option 'eval_opponents' is empty; name an agent")
     for f in dataclasses.fields(TrainArgs):  # '' is not None: init_from '' would be the working directory
-        if str(f.type) == "str | None" and getattr(args, f.name) == "":
+        value = getattr(args, f.name)
+        if str(f.type) == "str | None" and value == "":
             raise ValueError(f"{where}: training option {f.name!r} is empty; name a value, or leave it out")
+        if any("\x00" in v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)):
+            raise ValueError(f"{where}: training option {f.name!r} = {short_repr(value)} holds a NUL "
+                             "character, which no name or path may")
     for name, allowed in _CHOICES.items():
         if getattr(args, name) not in allowed:
             raise ValueError(f"{where}: training option {name!r} = {short_repr(getattr(args, name))} "
@@ -239,6 +246,59 @@ def _check_ranges(args: TrainArgs, where: str) -> None:
         raise ValueError(f"{where}: magnet_coef needs the lean trainer (algo ppo or mmd), not maskable_ppo")
     if args.algo == "mmd" and args.magnet_coef <= 0:
         raise ValueError(f"{where}: algo 'mmd' needs magnet_coef above 0 (the weight of its magnet term)")
+
+
+def _exploiters(family: str | None) -> Callable[[TrainArgs, bool], bool]:
+    """Whether a league trains exploiters (of ``family``, or of either) in its rounds."""
+    return lambda a, _: a.exploiter_every > 0 and family in (None, a.exploiter_family)
+
+
+_MAGNET = ("magnet_coef above 0", lambda a, _: a.magnet_coef > 0, ("magnet_coef",))
+_IMITATE = ("an agent to imitate", lambda a, _: a.imitate is not None, ("imitate",))
+_POOL = ("a pool of opponents", lambda _, pool: pool, ())
+_PPO_ROUNDS = ("exploiter_every above 0 with exploiter_family ppo", _exploiters("ppo"),
+               ("exploiter_every", "exploiter_family"))
+_RULE_ROUNDS = ("exploiter_every above 0 with exploiter_family heuristic", _exploiters("heuristic"),
+                ("exploiter_every", "exploiter_family"))
+
+# option -> (what it needs to have any effect, whether a run has that, the options that decide it);
+# paces such as snapshot_every are left out: one list of flags may pace all three commands
+_TAKES_EFFECT: dict[str, tuple[str, Callable[[TrainArgs, bool], bool], tuple[str, ...]]] = {
+    "magnet_every": _MAGNET, "magnet_step": _MAGNET,
+    "imitate_steps": _IMITATE, "imitate_epochs": _IMITATE, "imitate_opponent": _IMITATE,
+    "imitate_workers": _IMITATE,
+    "num_workers": ("ray", lambda a, _: a.ray is not None, ("ray",)),
+    "pool_size": _POOL, "latest_ratio": _POOL, "pfsp": _POOL,
+    "exploiter_family": ("exploiter_every above 0", _exploiters(None), ("exploiter_every",)),
+    "exploiter_steps": _PPO_ROUNDS, "exploiter_init": _PPO_ROUNDS,
+    "exploiter_budget": _RULE_ROUNDS, "exploiter_deals": _RULE_ROUNDS,
+}
+
+
+def check_given(args: TrainArgs, config: str | None, from_file: set[str], from_flags: set[str], *,
+                pool: bool) -> None:
+    """Refuse an option given (in the file ``config`` or as a flag) a value other than its default
+    where the run ignores it: ``magnet_every`` with ``magnet_coef`` 0 trained plain PPO in silence,
+    ``--pool-size`` under ``canasta train`` (no pool; ``pool``: selfplay or league) was dropped.
+
+    Passed: a default (a run's options written out whole, as ``scripts/continue_config.py`` does), a
+    file's settings that a flag switches off (``--magnet-coef 0``), and a resume's stored options,
+    which are not given (a run stored before this check still resumes)."""
+    declared = defaults(TrainArgs)
+    for name, (needs, applies, deciders) in _TAKES_EFFECT.items():
+        value = getattr(args, name)
+        if name not in from_file | from_flags or value == declared[name] or applies(args, pool):
+            continue
+        if name not in from_flags and any(d in from_flags for d in deciders):
+            continue
+        shown = str(value).lower() if isinstance(value, bool) else short_repr(value)
+        where = f"{flag_name(name)} {shown}" if name in from_flags else \
+            f"{config}: training option {name!r} = {shown}"
+        now = ", ".join(f"{d} is {short_repr(getattr(args, d))}" if getattr(args, d) is not None
+                        else f"{d} is not set" for d in deciders)
+        way = f"set {' and '.join(deciders)}" if deciders else "use canasta selfplay or canasta league"
+        raise ValueError(f"{where} has no effect without {needs}{f' ({now})' if now else ''}: "
+                         f"{way}, or leave {name} out")
 
 
 def _fits(value: Any, kind: str) -> bool:
