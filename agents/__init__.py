@@ -3,8 +3,10 @@
 
 ``make_agent(name, rules)`` builds one by name; ``heuristic:PROFILE`` is a profile of the style
 population (``agents.rule_based.styles``: ``heuristic:eager``, ``heuristic:pile_fighter,freeze_pile=6``);
-``search:OPTION=VALUE,...`` is search with options (``search:rollout=zoo:classic_4p``: guided by a
-learned policy, which orders its candidates and plays its rollouts);
+``planner:PROFILE`` is the rule player of another kind (``agents.rule_based.planner``: it scores
+every legal move); ``search:OPTION=VALUE,...`` is search with options
+(``search:rollout=zoo:classic_4p``: guided by a learned policy, which orders its candidates and plays
+its rollouts);
 ``zoo:NAME`` plays a checkpoint shipped with the package (``agents.learned.zoo``). Agents that decode
 observations are built for a rules preset (the observation's piece shapes depend on the table
 size). Further agents (the learned policy from a checkpoint) join the registry with
@@ -81,6 +83,9 @@ def make_agent(name: str, rules: RuleSet | str, **kwargs: Any) -> Agent:
     if base == "heuristic":  # heuristic:PROFILE[,FIELD=VALUE...] (agents.rule_based.styles)
         _not_also(name, kwargs, "style", "config")
         return _REGISTRY[base](rules, style=spec, **kwargs)
+    if base == "planner":  # planner:PROFILE[,FIELD=VALUE...] (agents.rule_based.planner)
+        _not_also(name, kwargs, "style")
+        return _REGISTRY[base](rules, style=spec, **kwargs)
     if base == "search":  # search:OPTION=VALUE,... (agents.search.search_options)
         from agents.search import search_options
 
@@ -122,6 +127,8 @@ def _agent_key(name: str, rules: RuleSet) -> Any:
     base, colon, spec = name.partition(":")
     if name == "heuristic" or colon and base == "heuristic":
         return "heuristic", make_agent(name, rules).config  # type: ignore[attr-defined]
+    if name == "planner" or colon and base == "planner":
+        return "planner", tuple(make_agent(name, rules).cfg.tolist())  # type: ignore[attr-defined]
     if name == "search" or colon and base == "search":
         from agents.search import DEFAULT_GUARD, DEFAULT_N, PHASES, default_depth, default_k, search_options
 
@@ -256,6 +263,13 @@ def _heuristic(rules: RuleSet | str, **kwargs: Any) -> Agent:
     return HeuristicAgent(rules, **kwargs)
 
 
+def _planner(rules: RuleSet | str, **kwargs: Any) -> Agent:
+    from agents.rule_based.planner import PlannerAgent
+
+    _check_options("planner", PlannerAgent, kwargs)
+    return PlannerAgent(rules, **kwargs)
+
+
 def _search(rules: RuleSet | str, **kwargs: Any) -> Agent:
     from agents.search import SearchAgent
 
@@ -281,6 +295,7 @@ def _policy(rules: RuleSet | str, **kwargs: Any) -> Agent:
 register_agent("random", _random)
 register_agent("greedy", _greedy)
 register_agent("heuristic", _heuristic)
+register_agent("planner", _planner)  # planner:PROFILE[,FIELD=VALUE...]
 register_agent("search", _search)  # options: k, n, depth, guard, min_gain, phases, rollout, checkpoint, seed
 register_agent("policy", _policy)  # make_agent("policy", rules, checkpoint=DIR) or make_agent(DIR, ...)
 set_agent_factory(make_agent)  # the env adapters' opponents by name (canasta_env.policy.agent_by_name)
