@@ -219,3 +219,12 @@ def test_seat_labels_for_checkpoints_and_sessions(tmp_path: Path) -> None:
     assert seats[0].agent is seats[1].agent
     session = PlaySession(rules, [Seat("random", RandomAgent())] * 3, seed=0, hands=2)
     assert session.play() == 0 and session.hands_done == 2
+
+
+@pytest.mark.parametrize("partners", ["", "  "])
+def test_an_empty_partners_is_refused_not_read_as_none(capsys, partners: str) -> None:
+    assert train.cli.main.main(["play", "--rules", "classic_4p", "--partners", partners, "--hands", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "canasta play: error: --partners '" in err and "name an agent" in err, err
+    seats = build_seats(load_rules("classic_4p"), [0], "heuristic", "greedy")  # the twin: a name is seated
+    assert seats[2].label == "greedy"

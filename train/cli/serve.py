@@ -82,14 +82,6 @@ def check_host(host: str) -> None:
                          "every interface)")
 
 
-def check_partners(partners: str | None) -> None:
-    """Refuse an empty ``--partners``: it read as no option, so the first opponent sat beside the
-    human in silence (an unset variable, ``--partners "$AGENT"``)."""
-    if partners is not None and not partners.strip():
-        raise ValueError(f"--partners {partners!r}: name an agent (leave the option out for the first "
-                         "opponent's agent)")
-
-
 def make_record_dir(text: str) -> Path:
     """The ``--record-dir`` folder, made if absent; ``ValueError`` naming the option for an empty
     name (``Path('')`` is the working folder, which filled with games in silence), a file in its
@@ -115,7 +107,9 @@ def build_app(args: argparse.Namespace, limits: Any = None) -> object:
 
     if args.hands is not None and args.hands < 1:
         raise ValueError("--hands must be at least 1")
-    check_partners(args.partners)
+    from train.play.seats import check_partners
+
+    check_partners(args.partners)  # before the record dir is made
     limits = limits or limits_of(args)
     rules = load_rules(args.rules)
     record_dir = make_record_dir(args.record_dir)

@@ -58,10 +58,19 @@ def is_learned(agent: Any) -> bool:
     return hasattr(agent, "action_probabilities")
 
 
+def check_partners(partners: str | None) -> None:
+    """Refuse an empty ``--partners``: it read as no option, so the first opponent sat beside the
+    human in silence (an unset variable, ``--partners "$AGENT"``)."""
+    if partners is not None and not partners.strip():
+        raise ValueError(f"--partners {partners!r}: name an agent (leave the option out for the first "
+                         "opponent's agent)")
+
+
 def seat_specs(rules: Any, humans: Sequence[int], opponents: Sequence[str], partner: str | None
                ) -> list[str | None]:
     """The agent name of each seat, None for a human: in partnership games a human's partners play
     ``partner`` (default: the first opponent), the other seats take ``opponents`` in turn."""
+    check_partners(partner)
     n, sides = rules.num_players, rules.num_sides
     bad = [h for h in humans if not 0 <= h < n]
     if bad:
