@@ -137,6 +137,26 @@ def test_a_resume_of_an_old_run_keeps_its_stored_options(
     assert "--magnet-every 30" in one_error(capsys, "train")
 
 
+@pytest.mark.parametrize("start", [["--init-from", "zoo:classic_2p"], ["--imitate", "heuristic"]])
+def test_a_resume_given_another_start_than_its_checkpoint_is_refused(
+        start: list[str], trained: list[TrainArgs], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Once the run has a checkpoint a resume goes on from it: --init-from or --imitate was ignored."""
+    import agents.checkpoint
+    import train.common.run_dir as run_dir
+
+    run = tmp_path / "r"
+    monkeypatch.setattr(run_dir, "resume_config", lambda _: ({}, run / "config.json"))
+    monkeypatch.setattr(agents.checkpoint, "latest_checkpoint", lambda _: run / "ckpt_000000000128")
+    argv = ["train", "--run-dir", str(run), "--resume"]
+    assert _status([*argv, *start]) == 2
+    line = one_error(capsys, "train")
+    assert "ckpt_000000000128" in line and f"{start[0][2:].replace('-', '_')} = {start[1]!r}" in line, line
+    assert _status(argv) == 0  # the twin: the resume without it goes on
+    monkeypatch.setattr(agents.checkpoint, "latest_checkpoint", lambda _: None)
+    assert _status([*argv, *start]) == 0  # and before any checkpoint the start still applies
+
+
 @pytest.mark.parametrize(("argv", "words"), [
     (["train", "--pool-size", "3"], "canasta selfplay or canasta league"),
     (["train", "--pfsp", "true"], "--pfsp true"),

@@ -44,6 +44,7 @@ LEAGUE_DEFAULTS: dict[str, Any] = {"league": ["heuristic", "greedy"], "pfsp": Tr
 
 # What a run was trained as: a resume may lengthen or re-pace it, never change these.
 RUN_IDENTITY = ("rules", "net_arch", "algo", "reward_mode")
+STARTS = ("init_from", "imitate")  # where a run's weights begin: a resume goes on from its checkpoint
 
 
 def _keep_identity(stored: dict[str, Any], given: dict[str, Any], where: Path) -> None:
@@ -52,6 +53,18 @@ def _keep_identity(stored: dict[str, Any], given: dict[str, Any], where: Path) -
         if name in given and name in stored and given[name] != stored[name]:
             raise ValueError(f"--resume keeps the run's {name} ({stored[name]!r} in {where}), not "
                              f"{given[name]!r}: start a new run (another --run-dir) or --overwrite this one")
+
+
+def _not_restarted(stored: dict[str, Any], given: dict[str, Any], run: Path) -> None:
+    """Refuse a resume given another start (``init_from``, ``imitate``) than its run's once the run has
+    a checkpoint: the resume goes on from that checkpoint, so the new start was ignored in silence."""
+    from agents.checkpoint import latest_checkpoint
+
+    latest = latest_checkpoint(run)
+    for name in STARTS:
+        if given.get(name) is not None and given[name] != stored.get(name) and latest is not None:
+            raise ValueError(f"--resume goes on from {latest}, so {name} = {given[name]!r} would be "
+                             f"ignored: leave it out, or start a new run (another --run-dir) from it")
 
 
 def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = False) -> int:
@@ -74,6 +87,7 @@ def run_command(ns: argparse.Namespace, selfplay: bool = False, league: bool = F
     if ns.resume:  # the stored config is the base; the config file and the flags override it
         base, stored = resume_config(Path(args.run_dir))
         _keep_identity(base, given, stored)
+        _not_restarted(base, given, Path(args.run_dir))
         args = load_args(None, {**base, **given}, source=str(stored))
     check_given(args, ns.config, from_file, from_flags, pool=selfplay or league)
     with catch_stop_signals() as stop:
