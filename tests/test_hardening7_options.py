@@ -238,3 +238,20 @@ def test_a_float_that_underflows_is_not_told_to_be_written_as_zero(tmp_path: Pat
     config.write_text("magnet_coef: 1e-3\n")
     with pytest.raises(ValueError, match=r"write 0\.001"):
         load_args(str(config), {})
+
+
+@pytest.mark.parametrize("argv", [
+    ["gauntlet", "heuristic", "--opponents", "greedy", "--opponents", "random"],
+    ["exploit", "greedy", "--family", "planner", "--also", "heuristic", "--also", "random"],
+    ["league", "--league", "heuristic", "--league", "greedy"],
+])
+def test_a_list_option_given_twice_is_refused_not_cut_to_its_last(
+        argv: list[str], trained: list[TrainArgs], capsys: pytest.CaptureFixture[str]) -> None:
+    assert _status(argv) == 2  # argparse kept only the last values: the first were dropped in silence
+    flag = argv[-2]
+    assert _last_error(capsys).endswith(f"{flag} given twice: name all its values after one {flag}")
+
+
+def test_twin_a_list_option_given_once_takes_all_its_values(trained: list[TrainArgs], tmp_path: Path) -> None:
+    assert _status(["league", "--league", "heuristic", "greedy", "--run-dir", str(tmp_path / "r")]) == 0
+    assert trained[-1].league == ["heuristic", "greedy"]

@@ -113,7 +113,10 @@ PCOUNT, PSIZE, FROZEN, STOCK, PHASE = (_PIECE[p] for p in ("pile_counts", "pile_
 
 def planner_config(spec: str) -> npt.NDArray[np.float64]:
     """The weights of ``PROFILE[,FIELD=VALUE...]`` (an empty spec: ``balanced``), or a one-line
-    ``ValueError`` naming the unknown profile, field or bad value."""
+    ``ValueError`` naming the unknown profile, field or bad value, or a field given twice (which of
+    two values was meant: the last one was played in silence)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"planner: spec {short_repr(spec)} is not a string")
     parts = [p.strip() for p in spec.split(",")] if spec.strip() else ["balanced"]
     name, changes = parts[0], parts[1:]
     if "=" in name:
@@ -121,12 +124,16 @@ def planner_config(spec: str) -> npt.NDArray[np.float64]:
     if name not in PROFILES:
         raise ValueError(f"planner: unknown profile {short_repr(name)}; profiles: {', '.join(PROFILES)}")
     values = {**FIELDS, **PROFILES[name]}
+    given: set[str] = set()  # FIELD=VALUE fields: each once (they may override the profile's)
     for change in changes:
         field, eq, text = change.partition("=")
         field = field.strip()
         if not eq or field not in FIELDS:
             raise ValueError(f"planner: {short_repr(change)} is not FIELD=VALUE with a field of: "
                              f"{', '.join(FIELDS)}")
+        if field in given:
+            raise ValueError(f"planner: {field} is given twice")
+        given.add(field)
         try:
             value = float(text)
         except ValueError:

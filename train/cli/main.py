@@ -23,7 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("train.cli.selfplay", "PPO against a pool of its own past checkpoints"),
     "league": ("train.cli.league", "PPO against a league: past checkpoints and rule agents, drawn by PFSP"),
     "exploit": ("train.cli.exploit", "exploitability: train a fresh PPO learner against a frozen agent (or "
-                "search the rule family: --family heuristic), then report its win rate on duplicate deals"),
+                "search a rule family: --family heuristic or planner), then report its win rate on "
+                "duplicate deals"),
     "gauntlet": ("train.cli.gauntlet", "one agent against every style profile on duplicate deals: win rates, "
                  "held-out profiles marked, the minimum"),
     "play": ("train.cli.play", "play Canasta in the terminal against agents (--record FILE saves the hands)"),

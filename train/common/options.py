@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 # What an agent argument may name (agents.make_agent), in the help of every flag that takes one.
-AGENT_HELP = ("random, greedy, heuristic, search, a checkpoint or run folder, zoo:NAME, "
+AGENT_HELP = ("random, greedy, heuristic, planner, search, a checkpoint or run folder, zoo:NAME, "
               "module:attribute or the name of an installed agent entry point")
 RULES_HELP = "rules preset name or rules YAML file"
 
@@ -92,6 +92,17 @@ def kinds(declaration: type) -> dict[str, type]:
     return {f.name: _kind(hints[f.name])[0] for f in dataclasses.fields(declaration)}
 
 
+class _ListOnce(argparse.Action):
+    """A list option given once: argparse kept only the last of ``--also A --also B``, so A was
+    dropped in silence; a second one is refused, naming the flag."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not self.default:
+            parser.error(f"{option_string} given twice: name all its values after one {option_string}")
+        setattr(namespace, self.dest, values)
+
+
 def add_options(parser: argparse.ArgumentParser, declaration: type, *, overrides: bool = False,
                 bool_values: bool = False) -> None:
     """Add one argument per field of ``declaration`` (a dataclass of ``opt`` fields) to ``parser``.
@@ -114,6 +125,8 @@ def add_options(parser: argparse.ArgumentParser, declaration: type, *, overrides
             kwargs.update(type=parse, metavar=meta["metavar"] or _metavar(f.name, kind))
             if kind is list:
                 kwargs["nargs"] = "+"
+                if not meta["positional"]:
+                    kwargs["action"] = _ListOnce
             if meta["const"] is not None:
                 kwargs.update(nargs="?", const=meta["const"])
             if meta["choices"] is not None:  # argparse shows them: {sb3,onnx}
