@@ -3,6 +3,8 @@ home for how it is built, so that each test module only says which variant it ne
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,12 @@ def save_tiny_checkpoint(run: Path, rules: str, *, optimizer: bool = True,
         optimizer_state=policy.optimizer.state_dict() if optimizer else None,
         state={"num_timesteps": 64, "rng": ck.rng_state(), **(state or {})},
         meta=build_meta(config={"algo": "ppo"}, rules=rules, policy=policy))
+
+
+def rewrite_file(path: Path, name: str, data: bytes) -> None:
+    """Replace the checkpoint ``path``'s file ``name`` by ``data`` and re-hash it in meta.json, as an
+    attacker would: the file passes the hash check and is refused, or not, for what it holds."""
+    (path / name).write_bytes(data)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (path / "meta.json").write_text(json.dumps(meta))

@@ -106,7 +106,7 @@ def _json_round_trip(value: Any) -> Any:
     return json.loads(json.dumps(value, default=_json_default))
 
 
-def _json_loads(data: bytes) -> Any:
+def _json_loads(data: str | bytes | bytearray) -> Any:
     try:
         return json.loads(data, object_pairs_hook=unique_keys)  # a key given twice is refused
     except RecursionError:

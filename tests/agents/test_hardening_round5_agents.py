@@ -8,7 +8,6 @@ counts in state.json that fit no float. Each refusal has its twin that still wor
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -31,7 +30,7 @@ from agents.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from agents.learned.pool import PoolAgent  # noqa: E402
 from canasta_env.engine import init, observe  # noqa: E402
 from canasta_env.rules import load_rules  # noqa: E402
-from tests.tiny_checkpoint import save_tiny_checkpoint  # noqa: E402
+from tests.tiny_checkpoint import rewrite_file, save_tiny_checkpoint  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
@@ -50,20 +49,12 @@ def saved(original: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(original, tmp_path / "run" / original.name))
 
 
-def _rewrite(path: Path, name: str, data: bytes) -> None:
-    """Replace one listed file and re-hash it in meta.json."""
-    (path / name).write_bytes(data)
-    meta = json.loads((path / "meta.json").read_text())
-    meta["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    (path / "meta.json").write_text(json.dumps(meta))
-
-
 def _edit_optimizer(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     state = torch.load(path / "optimizer.pt", weights_only=True)
     change(state)
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    _rewrite(path, "optimizer.pt", buffer.getvalue())
+    rewrite_file(path, "optimizer.pt", buffer.getvalue())
 
 
 def _plays(path: Path, name: str | None = None) -> None:
@@ -187,7 +178,7 @@ def test_a_file_larger_than_its_network_can_fill_is_refused_before_reading(saved
     # before: a sparse file of zeros (no disk used) re-hashed in meta.json was read whole, twice its
     # size in memory (3 GB: 6.6 GB resident, up to 8 GB allowed); an optimizer.pt of zeros even played
     size = 16 << 20  # the [8, 8] network's files hold less than 50 KB
-    _rewrite(saved, name, bytes(size))
+    rewrite_file(saved, name, bytes(size))
     with pytest.raises(CheckpointError, match=rf"meta.json: files\['{name}'\] records 16,777,216 bytes, "
                                               r"more than the [\d,]+ the network it describes can fill"):
         make_agent(str(saved), RULES)
@@ -198,7 +189,7 @@ def test_a_file_larger_than_its_network_can_fill_is_refused_before_reading(saved
 def _weights_to_float64(path: Path, key: str, value: float) -> None:
     weights = {k: v.double() for k, v in safetensors_torch.load_file(path / "policy.safetensors").items()}
     weights[key].view(-1)[0] = value
-    _rewrite(path, "policy.safetensors", safetensors_torch.save(weights))
+    rewrite_file(path, "policy.safetensors", safetensors_torch.save(weights))
 
 
 @pytest.mark.parametrize("key", ["action_net.weight", "value_net.weight"])
@@ -312,7 +303,7 @@ def _widen(path: Path) -> None:
     meta = json.loads((path / "meta.json").read_text())
     meta["policy"]["observation_space"]["shape"] = [10**6]
     (path / "meta.json").write_text(json.dumps(meta))
-    _rewrite(path, "policy.safetensors", bytes(16 << 20))
+    rewrite_file(path, "policy.safetensors", bytes(16 << 20))
 
 
 def test_a_network_wider_than_the_layout_is_refused_before_its_weights_are_read(

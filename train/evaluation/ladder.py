@@ -79,8 +79,10 @@ def _check_rating(path: Path, name: str, key: str, value: Any, rated: bool = Fal
 
 
 def lock_path(path: Path) -> Path:
-    """The file whose lock every update of the ladder at ``path`` holds."""
-    return path.with_name(f".{path.name}.lock")
+    """The file whose lock every update of the ladder at ``path`` holds: beside it, in its folder as
+    resolved (two tournaments that reach one folder through a link lock one file; the ladder itself
+    may be a link)."""
+    return path.parent.resolve() / f".{path.name}.lock"
 
 
 def check_lock(path: Path) -> None:

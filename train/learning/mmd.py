@@ -52,8 +52,7 @@ ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 class MMDConfig:
     """The magnet's settings: ``magnet_coef`` alpha >= 0 weighs the KL term (0 turns MMD off: plain
     PPO); the magnet moves on every ``magnet_every``-th update (>= 1), by ``magnet_step`` in (0, 1]
-    (1: becomes a copy of the policy). With alpha 0 the magnet has no effect, so a ``magnet_every``
-    or ``magnet_step`` other than its default is refused rather than ignored."""
+    (1: becomes a copy of the policy)."""
 
     magnet_coef: float = 0.0
     magnet_every: int = 1
@@ -68,11 +67,6 @@ class MMDConfig:
             raise ValueError(f"magnet_every must be an integer >= 1, got {self.magnet_every!r}")
         if not (_number(self.magnet_step) and 0 < self.magnet_step <= 1):
             raise ValueError(f"magnet_step must be in (0, 1], got {self.magnet_step!r}")
-        if self.magnet_coef == 0:
-            for name, default in (("magnet_every", 1), ("magnet_step", 1.0)):
-                if getattr(self, name) != default:
-                    raise ValueError(f"{name} = {getattr(self, name)!r} has no effect with magnet_coef 0 (no "
-                                     f"magnet): set magnet_coef above 0, or leave {name} at {default}")
 
     @property
     def enabled(self) -> bool:

@@ -15,7 +15,6 @@ import pytest
 from tests.one_line import one_error
 from train.cli.main import build_parser, main
 from train.learning.config import TrainArgs, load_args
-from train.learning.mmd import MMDConfig
 
 
 def _status(argv: list[str]) -> int:
@@ -188,14 +187,6 @@ def test_an_option_the_run_ignores_is_refused(
 def test_the_same_option_where_it_has_an_effect_is_taken(
         argv: list[str], trained: list[TrainArgs], tmp_path: Path) -> None:
     assert _status([*argv, "--run-dir", str(tmp_path / "r")]) == 0 and len(trained) == 1
-
-
-def test_mmd_config_refuses_magnet_settings_without_a_magnet() -> None:
-    for kwargs in ({"magnet_every": 50}, {"magnet_step": 0.5}):
-        with pytest.raises(ValueError, match="no effect with magnet_coef 0") as info:
-            MMDConfig(0.0, **kwargs)  # type: ignore[arg-type]
-        assert "\n" not in str(info.value)
-    assert not MMDConfig(0.0).enabled and MMDConfig(0.5, 50, 0.5).enabled
 
 
 def test_exploit_fresh_deals_for_a_ppo_exploiter_is_refused(

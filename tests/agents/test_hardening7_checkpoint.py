@@ -5,7 +5,6 @@ checked as safetensors checks it, and a damaged RNG state in ``state.json`` is o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,11 +31,11 @@ from agents.checkpoint import (  # noqa: E402
 )
 from agents.checkpoint.policy_spec import _policy_shapes  # noqa: E402
 from tests.one_line import one_error  # noqa: E402
-from tests.tiny_checkpoint import save_tiny_checkpoint  # noqa: E402
+from tests.tiny_checkpoint import rewrite_file, save_tiny_checkpoint  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
@@ -50,14 +49,6 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def saved(original: Path, tmp_path: Path) -> Path:
     """A fresh copy of the checkpoint, free to damage."""
     return Path(shutil.copytree(original, tmp_path / "run" / original.name))
-
-
-def _rewrite(path: Path, name: str, data: bytes) -> None:
-    """Replace a checkpoint file and re-hash it in meta.json, as an attacker would."""
-    (path / name).write_bytes(data)
-    meta = json.loads((path / "meta.json").read_text())
-    meta["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    (path / "meta.json").write_text(json.dumps(meta))
 
 
 def _same(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
@@ -157,7 +148,7 @@ LIES: dict[str, Callable[[dict[str, Any], bytes], bytes]] = {
 @pytest.mark.parametrize("lie", list(LIES))
 def test_a_weights_header_that_lies_is_refused(saved: Path, lie: str) -> None:
     header, data = _header(saved)
-    _rewrite(saved, "policy.safetensors", LIES[lie](header, data))
+    rewrite_file(saved, "policy.safetensors", LIES[lie](header, data))
     with pytest.raises(CheckpointError, match=r"policy\.safetensors: unreadable \(") as info:
         make_agent(str(saved), RULES)
     assert "\n" not in str(info.value)
@@ -166,7 +157,7 @@ def test_a_weights_header_that_lies_is_refused(saved: Path, lie: str) -> None:
 def test_a_weights_file_of_unaligned_tensors_or_metadata_still_plays(saved: Path) -> None:  # the twin
     header, data = _header(saved)
     weights = load_checkpoint(saved).policy_state
-    _rewrite(saved, "policy.safetensors", _pack(json.dumps({**header, "__metadata__": {"k": "v"}})
+    rewrite_file(saved, "policy.safetensors", _pack(json.dumps({**header, "__metadata__": {"k": "v"}})
                                                 .encode() + b" ", data))  # one byte off 8-aligned
     agent = make_agent(str(saved), RULES)
     assert _same(load_checkpoint(saved).policy_state, weights)
@@ -178,7 +169,7 @@ def test_a_weights_file_of_unaligned_tensors_or_metadata_still_plays(saved: Path
 def _edit_rng(path: Path, edit: Callable[[dict[str, Any]], Any]) -> None:
     state = json.loads((path / "state.json").read_text())
     edit(state["rng"])
-    _rewrite(path, "state.json", json.dumps(state).encode())
+    rewrite_file(path, "state.json", json.dumps(state).encode())
 
 
 DAMAGED_RNG: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ from train.cli.main import main as cli_main
 from train.common import folder_lock
 from train.evaluation.ladder import lock_path, rate_on_ladder, read_ladder, update_ladder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOURNAMENT = ["tournament", "--agents", "random", "greedy", "--hands", "2", "--no-plots", "--resamples", "20"]
 
 
@@ -145,8 +147,14 @@ def test_threads_updating_one_ladder_lose_no_update(tmp_path: Path) -> None:
 def test_a_waiting_update_says_whom_it_waits_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     ladder = tmp_path / "ladder.json"
-    monkeypatch.setattr(folder_lock, "WAIT_NOTICE_S", 0.0)
+    monkeypatch.setattr(folder_lock, "WAIT_NOTICE_S", -1.0)  # the notice comes with the first failed try
     held, release = threading.Event(), threading.Event()
+
+    def sleep(seconds: float) -> None:  # the waiter's first pause, after its notice: let the holder go
+        release.set()
+        time.sleep(seconds)
+
+    monkeypatch.setattr(folder_lock, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
 
     def holder() -> None:
         with folder_lock.waiting_lock(lock_path(ladder), f"ladder {ladder}"):
@@ -156,8 +164,6 @@ def test_a_waiting_update_says_whom_it_waits_for(tmp_path: Path, monkeypatch: py
     t = threading.Thread(target=holder)
     t.start()
     held.wait(30)
-    timer = threading.Timer(0.3, release.set)
-    timer.start()
     update_ladder(ladder, "t", [_row("x")])
     t.join()
     assert f"waiting for ladder {ladder}: its lock {lock_path(ladder)} is held by PID {os.getpid()}" \
