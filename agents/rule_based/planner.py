@@ -12,9 +12,9 @@ wild spent on a meld costs ``wild_cost`` unless it closes a canasta; cards kept 
 discards) and the hand's points count against it by ``risk`` once an opponent side could go out.
 
 **Draw.** A take is worth ``take_weight`` per card in the pile, plus ``fit_weight`` per natural of
-the pile that matches an own meld or a pair in hand, less ``wild_cost`` for a wild it spends; a
-stock draw is worth ``draw_value``. The larger wins. With an empty stock: a take if legal, else
-``END_HAND``.
+the pile that matches an own meld or a pair in hand, less ``wild_cost`` for a two it spends (and
+``JOKER_OVER_TWO`` more for a joker); a stock draw is worth ``draw_value``. The larger wins. With
+an empty stock: a take if legal, else ``END_HAND``.
 
 **Going out.** Out-mode is on when the own side has the canastas going out needs and either an
 opponent side could go out (its canastas and a small hand) or the own table beats the best opponent
@@ -102,7 +102,7 @@ PROFILES: dict[str, dict[str, float]] = {
                "out_margin": -870.0, "out_push": 176.0, "keep_weight": 2.2, "pair_keep": 79.0,
                "meld_keep": 0.7, "safety": 0.5, "seen_bonus": 46.0, "threat_hand": 8.0},
 }
-_I = {name: i for i, name in enumerate(FIELDS)}
+JOKER_OVER_TWO = 30.0  # a joker spent on a take costs this more than a two (it is worth 50, a two 20)
 _PIECE = {name: i for i, name in enumerate(PIECE_ORDER)}
 HAND, SIZES, KNOWN, MELDS, OPENED = (_PIECE[p] for p in ("hand", "hand_sizes", "known", "melds", "opened"))
 PCOUNT, PSIZE, FROZEN, STOCK, PHASE = (_PIECE[p] for p in ("pile_counts", "pile_size", "pile_frozen",
@@ -210,7 +210,7 @@ def _meld_gain(a, row, off, cfg, hand_n, out_mode, threat, nat_bonus, mix_bonus)
 
 
 @njit(cache=True, nogil=True)
-def _danger(row, off, k, n, owners, sides, per_rank, frozen_next):
+def _danger(row, off, k, owners, sides, per_rank, frozen_next):
     """How likely discarding kind ``k`` gives the next player the pile."""
     d = 0.0
     nxt = 1 % sides
@@ -248,7 +248,7 @@ def _choose(m, row, off, n, sides, owners, prm, cfg):
                 fit += row[off[PCOUNT] + k]
         take = cfg[TAKE_W] * psize + cfg[FIT_W] * fit
         for a, cost in ((TAKE_PILE_PAIR, 0.0), (TAKE_PILE_LAYOFF, 0.0), (TAKE_PILE_NAT_TWO, cfg[WILD_C]),
-                        (TAKE_PILE_NAT_JOKER, cfg[WILD_C] + 30.0)):
+                        (TAKE_PILE_NAT_JOKER, cfg[WILD_C] + JOKER_OVER_TWO)):
             if m[a] and take - cost > best:
                 best, choice = take - cost, a
         if choice < 0 and m[END_HAND]:
@@ -290,7 +290,7 @@ def _choose(m, row, off, n, sides, owners, prm, cfg):
             cost = cfg[KEEP_W] * CARD_VALUES[k] + (cfg[PAIR_K] if c >= 2 else 0.0)
             if row[off[MELDS] + (k - 4) * 3] > 0:
                 cost += cfg[MELD_K]
-            cost += w * cfg[SAFETY] * _danger(row, off, k, n, owners, sides, per_rank, frozen_next)
+            cost += w * cfg[SAFETY] * _danger(row, off, k, owners, sides, per_rank, frozen_next)
             cost -= cfg[SEEN_B] * min(row[off[PCOUNT] + k], 2)
         if cost < best:
             best, choice = cost, DISCARD + k
@@ -345,19 +345,3 @@ class PlannerAgent:
         g, mask = self.decoder.inputs(observations, legal_action_mask, f"{self.name}: act")
         return planner_kernel(g, mask, self._off, self.decoder.num_players, self.decoder.num_sides,
                               self.decoder.num_owners, self._prm, self.cfg)
-
-
-def balanced(rules: RuleSet) -> PlannerAgent:
-    return PlannerAgent(rules)
-
-
-def racer(rules: RuleSet) -> PlannerAgent:
-    return PlannerAgent(rules, "racer")
-
-
-def banker(rules: RuleSet) -> PlannerAgent:
-    return PlannerAgent(rules, "banker")
-
-
-def gambler(rules: RuleSet) -> PlannerAgent:
-    return PlannerAgent(rules, "gambler")

@@ -6,7 +6,7 @@ changes no argument type, so each kernel compiles once for every preset.
 
 ``warm`` plays a few random legal decisions of every classic preset on a batch of 2 through each
 entry point (init, init_from_deals, step, observe, reset_rows, refresh_mask, render, the random,
-greedy and heuristic agents): about a second from a warm cache. On a cold cache one worker process
+greedy, heuristic and planner agents): about a second from a warm cache. On a cold cache one worker process
 per core first compiles the kernels (``JOBS``) under a progress line, and the pass then loads them.
 The workers share numba's on-disk cache, and a lock file per compiled function makes a worker that
 needs a function the other one is compiling wait for it and load it from the cache, so nothing
@@ -67,7 +67,7 @@ def _exercise(presets: tuple[str, ...], steps: int) -> None:
     agent = RandomAgent()
     for name in presets:
         rng = np.random.default_rng(0)
-        rule_agents = [make_agent("greedy", name), make_agent("heuristic", name)]
+        rule_agents = [make_agent(agent_name, name) for agent_name in ("greedy", "heuristic", "planner")]
         for episode in ("hand", "game"):
             state = init(name, 2, 0, episode=episode)
             for _ in range(steps):
