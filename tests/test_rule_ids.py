@@ -13,7 +13,7 @@ DEFINITION = re.compile(r"^ *- \*\*([CGRP]\d{1,2}[a-z]?)\.\*\*", re.MULTILINE)
 CITATION = re.compile(r"\b([CGRP]\d{1,2}[a-z]?)\b")
 # "P0" is the first seat's label in tables and records (seats P0-P5 share the Pennies ids' spelling,
 # but no rule is numbered 0).
-NOT_RULES = {"P0"}
+NOT_RULES = {"P0", "C64"}  # C64: safetensors' name of complex64
 
 
 def _files() -> list[Path]:
