@@ -55,7 +55,8 @@ class CanastaEnv(gym.Env[npt.NDArray[np.float32], int]):
     def __init__(self, rules: Any = "classic_2p", render_mode: str | None = None,
                  **options: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+            raise ValueError(f"Canasta-v0: render_mode must be 'ansi', 'human' or None, got "
+                             f"{short_repr(render_mode)}")
         self.render_mode = render_mode
         self._core = LearnerBatch(LearnerConfig(rules=rules, **options), 1)
         self.observation_space, self.action_space = _spaces(self._core)  # type: ignore[assignment]

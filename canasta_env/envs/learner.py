@@ -11,6 +11,8 @@ batch plays exactly what the same env alone plays.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -187,6 +189,9 @@ class LearnerConfig:
                 self.partners = agent_by_name(self.partners, self.rules)
         for role in ("opponent", "partners"):
             agent = getattr(self, role)
+            if isinstance(agent, type):  # its act() unbound: a TypeError or worse at the first move
+                raise ValueError(f"LearnerConfig: {role} is the class {agent.__name__}, not an agent; "
+                                 f"pass an instance ({agent.__name__}())")
             if (agent is not None or role == "opponent") and not callable(getattr(agent, "act", None)):
                 raise ValueError(f"{role} must be an agent name or an object with act(observations, "
                                  f"legal_action_mask, rng), got {type(agent).__name__}")
@@ -240,6 +245,7 @@ class LearnerBatch:
         self.potential = np.zeros(num_envs, dtype=np.float64)
         self.points = np.zeros(num_envs, dtype=np.float64)  # the episode's unshaped learner reward
         self.agent_rng = RowRandom(np.zeros(num_envs, dtype=np.uint64))
+        self.stopped: str | None = None  # why the table stopped mid-turn (until a reset of every env)
         n, sides = self.rules.num_players, self.rules.num_sides
         self.num_players, self.num_sides = n, sides
 
@@ -251,6 +257,7 @@ class LearnerBatch:
         self.seeds = np.asarray(seeds, dtype=np.uint64).reshape(self.num_envs)
         self.state = init(self.rules, self.num_envs, seed=self.seeds, episode=self.config.episode,
                           threads=self.config.engine_threads)
+        self.stopped = None
         self._start(np.arange(self.num_envs), seat)
 
     def reset_rows(self, rows: npt.NDArray[np.int64], deal: DealId | ExplicitDeal | None = None,
@@ -264,6 +271,8 @@ class LearnerBatch:
                 _reset_rows_unchecked(self.require_state(), rows)
             else:
                 redeal(self.require_state(), rows, [deal] * rows.size)  # type: ignore[arg-type]
+            if self.stopped is not None and np.isin(np.arange(self.num_envs), rows).all():
+                self.stopped = None
             self._start(rows, seat)
 
     def _start(self, rows: npt.NDArray[np.int64], seat: int | None = None) -> None:
@@ -282,7 +291,8 @@ class LearnerBatch:
             for agent in (self.config.opponent, self.config.partners):
                 new_episode = getattr(agent, "new_episode", None)
                 if new_episode is not None:  # e.g. a pool picking one member per episode
-                    new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
+                    with self._mid_turn():
+                        new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
             self.illegal_done[rows] = False
             self.potential[rows] = 0.0
             self.points[rows] = 0.0
@@ -346,6 +356,9 @@ class LearnerBatch:
         """Apply the learner's action in every live env, then play others until it moves again.
         Integer actions only (``ValueError`` otherwise); an out-of-range one is illegal."""
         state = self.require_state()
+        if self.stopped is not None:  # see _mid_turn
+            raise ValueError(f"{fn}: the last step or reset stopped mid-turn ({self.stopped}); call "
+                             "reset() first")
         acts = env_actions(actions, self.num_envs, fn)
         rows = np.flatnonzero(~self.done)
         rewards = np.zeros(self.num_envs, dtype=np.float64)
@@ -374,7 +387,8 @@ class LearnerBatch:
         rewards[live] += extra
         forced[live] = forced_live
         self.points[rows] += rewards[rows]
-        self._report_outcomes(rows[self.done[rows] & ~self.illegal_done[rows]])
+        with self._mid_turn():  # a failing episode_end lost this step's rewards and ends
+            self._report_outcomes(rows[self.done[rows] & ~self.illegal_done[rows]])
         if self.config.shaping:
             new = self._potential(rows)
             new[self.done[rows]] = 0.0
@@ -415,6 +429,25 @@ class LearnerBatch:
 
         Only rows that just moved can need another move, so the working set shrinks each round.
         """
+        with self._mid_turn():
+            return self._advance_rows(rows)
+
+    @contextmanager
+    def _mid_turn(self) -> Iterator[None]:
+        """Mark the batch ``stopped`` when the block raises: an injected agent (its ``act``,
+        ``new_episode`` or ``episode_end``) failed or the call was interrupted while rows were between
+        the learner's decisions, another seat to move, so ``step`` refuses until a reset of every
+        env. Without it a caught failure let the next step play the learner's action for the
+        opponent, under the opponent's mask."""
+        try:
+            yield
+        except BaseException as exc:
+            text, kind = one_line(exc, 300), type(exc).__name__  # our ValueErrors name the agent
+            self.stopped = text if isinstance(exc, ValueError) or text == kind else f"{kind}: {text}"
+            raise
+
+    def _advance_rows(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
+                                                                 npt.NDArray[np.int64]]:
         state = self.require_state()
         reward = np.zeros(rows.size, dtype=np.float64)
         forced = np.zeros(rows.size, dtype=np.int64)

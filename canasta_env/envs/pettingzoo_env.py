@@ -223,8 +223,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self._was_dead_step(action)
             return
         action = check_action(action, "canasta_v0 step")  # 3.7 is refused, not played as 3
+        result = step_one(state, action)  # an illegal action raises here: the mover keeps its reward
         self._cumulative_rewards[agent] = 0.0
-        result = step_one(state, action)
         self.rewards = {a: 0.0 for a in self.agents}
         if result.events[0] & EV_HAND_END:  # a hand was scored
             rewards = hand_reward(result.rewards[0], self.reward_mode, self.reward_scale)

@@ -68,6 +68,7 @@ class CanastaVecEnv(VecEnv):
         different ones (a seat per env) is refused: env 0's were applied to every env in silence."""
         fn = "CanastaVecEnv.set_options"
         if options is None or isinstance(options, dict):
+            self._check_options(options, fn)
             super().set_options(options)
             return
         if isinstance(options, (str, bytes)) or not isinstance(options, Sequence):
@@ -82,7 +83,14 @@ class CanastaVecEnv(VecEnv):
             raise ValueError(f"{fn}: env {differs} is given {short_repr(items[differs])}, env 0 "
                              f"{short_repr(items[0])}: this VecEnv resets every env with the same options "
                              "(make one env per seat, or give one dict)")
+        self._check_options(items[0], fn)
         super().set_options(items[0])
+
+    def _check_options(self, options: dict[str, Any] | None, fn: str) -> None:
+        """Refuse a ``learner_seat`` the next ``reset()`` would refuse, naming ``fn``: checked only
+        there, a seat of 7 was stored and every later ``reset()`` failed on it until new options."""
+        if options:
+            self.venv.core.check_seat(options.get("learner_seat"), fn)
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Env i plays the deals of seed ``seed + i`` from the next ``reset()``; ``ValueError`` at
