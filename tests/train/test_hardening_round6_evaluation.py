@@ -63,14 +63,14 @@ def test_gauntlet_names_json_when_its_write_fails(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # a full disk was "[Errno 28] No space left on device", naming neither the flag nor the file
     path = tmp_path / "g.json"
-    write_text = Path.write_text
+    write_bytes = Path.write_bytes
 
     def full(self: Path, *args: object, **kwargs: object) -> int:
-        if self == path:
+        if self.parent == tmp_path:  # g.json, or the temporary file it is written through
             raise OSError(errno.ENOSPC, "No space left on device")
-        return write_text(self, *args, **kwargs)  # type: ignore[arg-type]
+        return write_bytes(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
     assert cli_main([*GAUNTLET, "--json", str(path)]) == 2
     line = one_error(capsys, "gauntlet")
     assert f"--json {path}: cannot write it (No space left on device)" in line

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from canasta_env.messages import short_repr
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
-from train.common.outputs import check_output_file
+from train.common.outputs import check_output_file, write_atomic
 
 
 @dataclass
@@ -58,7 +59,7 @@ def run(ns: argparse.Namespace) -> int:
     from canasta_env.deal_sets import load_deal_set
     from canasta_env.luck import luck_weights
     from canasta_env.rules import load_rules
-    from train.evaluation.gauntlet import gauntlet_rows, weakest
+    from train.evaluation.gauntlet import distinct_opponents, gauntlet_rows, weakest
 
     o = GauntletOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(GauntletOptions)})
     rules = load_rules(o.rules)
@@ -66,11 +67,14 @@ def run(ns: argparse.Namespace) -> int:
         luck_weights(rules)  # rules without fitted weights: refused before any agent is built
     if o.json is not None:  # "" too: refused, not read as "no file"
         check_output_file(o.json, "--json")
+    if not o.deal_set.strip():  # "" would be the working folder
+        raise ValueError(f"--deal-set {short_repr(o.deal_set)}: not a deal set; give v1, a shipped set's "
+                         "name or a .npz path")
     names = [*(style_agent_names() if o.opponents is None else o.opponents), *o.also]
     if not names:
         raise ValueError("--opponents: name at least one opponent")
     agent = make_agent(o.agent, rules)
-    opponents = {name: make_agent(name, rules) for name in dict.fromkeys(names)}
+    opponents = {name: make_agent(name, rules) for name in distinct_opponents(names, rules)}
     dset = load_deal_set(o.deal_set, rules)
     deals = dset.first(o.deals, "--deals")
     print(f"{o.agent} on {rules.name}, {o.deals} deals of {dset.name} x {rules.num_sides} seatings "
@@ -81,19 +85,18 @@ def run(ns: argparse.Namespace) -> int:
     rows = []
     for s in gauntlet_rows(rules, agent, opponents, deals, luck=o.luck_correction, name=o.agent):
         rows.append(s)
-        print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {s['win_rate']:.3f} [{s['win_lo']:.3f}, "
-              f"{s['win_hi']:.3f}] | {s['mean_margin']:.0f} [{s['margin_lo']:.0f}, {s['margin_hi']:.0f}] | "
-              f"{s['went_out']:.3f} |" + (_luck_cells(s) if o.luck_correction else ""), flush=True)
+        print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {_cell(s, 'win_rate', 'win', '.3f')} | "
+              f"{_cell(s, 'mean_margin', 'margin', '.0f')} | {s['went_out']:.3f} |"
+              + (_luck_cells(s) if o.luck_correction else ""), flush=True)
     worst = weakest(rows)
-    print(f"\nminimum win rate: {worst['win_rate']:.3f} [{worst['win_lo']:.3f}, {worst['win_hi']:.3f}] "
-          f"against {worst['opponent']}")
+    print(f"\nminimum win rate: {_cell(worst, 'win_rate', 'win', '.3f')} against {worst['opponent']}")
     command = command_line(o)
     print(f"command: {command}")
     if o.json is not None:
         data = {"agent": o.agent, "rules": rules.name, "deals": o.deals, "deal_set": dset.name,
                 "command": command, "rows": [_finite(r) for r in rows]}
-        try:
-            Path(o.json).write_text(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        try:  # whole or not at all: a failed write keeps the file there was
+            write_atomic(Path(o.json), (json.dumps(data, indent=2, allow_nan=False) + "\n").encode())
         except OSError as exc:  # a full disk: the table above holds the figures
             raise ValueError(f"--json {o.json}: cannot write it ({exc.strerror or exc}); the table above "
                              "holds the results") from None
@@ -105,8 +108,15 @@ def _finite(row: dict[str, Any]) -> dict[str, Any]:
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
-def _luck_cells(s: dict[str, float]) -> str:
+def _cell(s: dict[str, Any], key: str, bounds: str, spec: str) -> str:
+    """``0.512 [0.470, 0.551]``: figure ``key`` of row ``s`` and its interval ``{bounds}_lo``,
+    ``{bounds}_hi``; ``[-, -]`` for one deal's, which has none (``[nan, nan]`` before)."""
+    from train.evaluation.ratings import interval_text
+
+    return f"{s[key]:{spec}} {interval_text(s[bounds + '_lo'], s[bounds + '_hi'], spec)}"
+
+
+def _luck_cells(s: dict[str, Any]) -> str:
     """The luck-corrected cells of a gauntlet row."""
-    return (f" {s['win_luck']:.3f} [{s['win_luck_lo']:.3f}, {s['win_luck_hi']:.3f}] | {s['margin_luck']:.0f} "
-            f"[{s['margin_luck_lo']:.0f}, {s['margin_luck_hi']:.0f}] | {s['margin_var_ratio']:.2f}, "
-            f"{s['win_var_ratio']:.2f} |")
+    return (f" {_cell(s, 'win_luck', 'win_luck', '.3f')} | {_cell(s, 'margin_luck', 'margin_luck', '.0f')} | "
+            f"{s['margin_var_ratio']:.2f}, {s['win_var_ratio']:.2f} |")

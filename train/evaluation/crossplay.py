@@ -38,6 +38,13 @@ from train.evaluation.tournament_report import head_to_head, pair_data
 
 MAX_DEALS = 10**6
 MAX_RESAMPLES = 100_000
+# deals x resamples: the bootstrap draws a (resamples, deals) table of weights, three copies at once
+# (10**8: about 2.5 GB; 10,000 deals at 100,000 resamples wanted 25 GB after every game was played)
+MAX_BOOTSTRAP = 10**8
+# a heatmap's cells carry their figures up to this many agents; beyond, colours only (and tick labels
+# up to MAX_TICKS), in a figure of this many cells' size: 120 agents drew a 9 GB figure for 2 minutes
+MAX_ANNOTATED = 16
+MAX_TICKS = 64
 # a cell's columns in crossplay.csv, after p1 and p2 (head_to_head's figures, then the side's outcomes)
 CELL_COLUMNS = ("self", "deals", "hands", "win_rate", "win_lo", "win_hi", "mean_margin", "margin_lo",
                 "margin_hi", "margin_sd", "p_value", "went_out", "truncated")
@@ -65,9 +72,13 @@ def label_of(entry: Any) -> str:
 
 def check_setup(rules: RuleSet, agents: Sequence[str], opponents: Sequence[str], deals: int,
                 resamples: int = 2000) -> None:
-    """Refuse, before any agent is built or any game played, what crossplay cannot play: rules
-    without partners, fewer than two agents or one named twice, other than one or two opponents,
-    and a count of deals or resamples out of range (``ValueError``, one line naming the flag)."""
+    """Refuse, before any game is played, what crossplay cannot play: rules without partners, fewer
+    than two agents or one named twice, however spelt (``agents.agent_key``: ``heuristic:eager`` and
+    ``heuristic: eager`` were two agents, their cross-play a self-play), other than one or two
+    opponents, and a count of deals or resamples out of range, alone or together (``MAX_BOOTSTRAP``)
+    (``ValueError``, one line naming the flag)."""
+    from train.common.options import repeated_agent, twice_message
+
     if not _partnership(rules):
         raise ValueError(f"--rules {rules.name}: crossplay needs a partnership game ({rules.num_players} "
                          f"players in {rules.num_sides} sides here); presets with partners: "
@@ -78,6 +89,10 @@ def check_setup(rules: RuleSet, agents: Sequence[str], opponents: Sequence[str],
     if twice:
         raise ValueError(f"--agents: {', '.join(twice)} named twice; name each agent once (the diagonal "
                          "is its self-play)")
+    pair = repeated_agent(agents, rules)
+    if pair is not None:
+        raise ValueError(f"{twice_message('--agents', pair)}; name each agent once (the diagonal is its "
+                         "self-play)")
     if not 1 <= len(opponents) <= 2:
         raise ValueError(f"--opponents: one agent (at every opposing seat) or two (the first at the "
                          f"opposing side's first seat), got {len(opponents)}")
@@ -85,6 +100,10 @@ def check_setup(rules: RuleSet, agents: Sequence[str], opponents: Sequence[str],
         raise ValueError(f"--deals {deals}: want a whole number in [1, {MAX_DEALS}]")
     if isinstance(resamples, bool) or not isinstance(resamples, int) or not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"--resamples {resamples}: want a whole number in [1, {MAX_RESAMPLES}]")
+    if deals * resamples > MAX_BOOTSTRAP:
+        raise ValueError(f"--deals {deals} with --resamples {resamples}: the bootstrap would hold "
+                         f"{deals * resamples:,} weights ({deals * resamples * 24 / 2**30:.1f} GiB); keep "
+                         f"deals x resamples at most {MAX_BOOTSTRAP:,}")
 
 
 def summary_groups(agents: Sequence[str]) -> list[tuple[str, npt.NDArray[np.float64]]]:
@@ -159,27 +178,36 @@ class CrossplayResult:
     def save(self, out: str | Path, plots: bool = True) -> list[Path]:
         """crossplay.csv (a row per cell), crossplay_summary.csv, crossplay.json and the heatmap
         crossplay.png (``OUTPUT_NAMES``) into ``out``, replacing files of those names; returns the paths
-        written. ``canasta crossplay --out`` checks them before any game and keeps an earlier run's
-        unless ``--force``."""
+        written. All or none: each is written to a temporary file first and none replaces its file
+        until all are written (a failed plot or a full disk under ``--force`` left this run's tables
+        beside the last run's heatmap). ``canasta crossplay --out`` checks them before any game and
+        keeps an earlier run's unless ``--force``."""
         import csv
         import json
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
-        written = [folder / name for name in OUTPUT_NAMES[:3]]
-        for path, columns, rows in ((written[0], ("p1", "p2", *CELL_COLUMNS), self.cells),
-                                    (written[1], SUMMARY_COLUMNS, self.summary())):
-            with path.open("w", newline="", encoding="utf-8") as f:
-                writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-                writer.writeheader()
-                writer.writerows(rows)
-        written[2].write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
-        if plots:
-            written.append(self.plot(folder / OUTPUT_NAMES[3]))
+
+        def table(columns: Sequence[str], rows: list[dict[str, Any]]) -> Any:
+            def write(path: Path) -> None:
+                with path.open("w", newline="", encoding="utf-8") as f:
+                    writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+                    writer.writeheader()
+                    writer.writerows(rows)
+            return write
+
+        text = json.dumps(self.to_json(), indent=1) + "\n"
+        writers = [table(("p1", "p2", *CELL_COLUMNS), self.cells), table(SUMMARY_COLUMNS, self.summary()),
+                   lambda path: path.write_text(text, encoding="utf-8"), self.plot][:4 if plots else 3]
+        written = [folder / name for name in OUTPUT_NAMES[:len(writers)]]
+        _replace_all(list(zip(written, writers, strict=True)))
         return written
 
     def plot(self, path: str | Path) -> Path:
-        """The win-rate matrix as a heatmap, each cell with its 95% interval, the diagonal framed."""
+        """The win-rate matrix as a heatmap, the diagonal framed, each cell with its 95% interval up to
+        ``MAX_ANNOTATED`` agents (beyond, colours only, the agents named up to ``MAX_TICKS``, and the
+        figure no larger: its size grew with the agents and its memory with their square); PNG
+        whatever ``path``'s suffix."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -188,23 +216,27 @@ class CrossplayResult:
 
         k = len(self.agents)
         win, lo, hi = (self.matrix(key) for key in ("win_rate", "win_lo", "win_hi"))
-        fig, ax = plt.subplots(figsize=(2.2 + 1.25 * k, 1.6 + 1.0 * k))
+        shown = min(k, MAX_ANNOTATED)  # the figure's size in cells
+        fig, ax = plt.subplots(figsize=(2.2 + 1.25 * shown, 1.6 + 1.0 * shown))
         span = max(0.1, float(np.ceil(np.abs(win - 0.5).max() * 10) / 10))  # colours centred on 0.5
         image = ax.imshow(win, vmin=0.5 - span, vmax=0.5 + span, cmap="RdBu")
-        for i, j in itertools.product(range(k), range(k)):
+        for i, j in itertools.product(range(k), range(k)) if k <= MAX_ANNOTATED else ():
             ax.text(j, i, f"{win[i, j]:.3f}\n[{lo[i, j]:.2f}, {hi[i, j]:.2f}]", ha="center", va="center",
                     fontsize=7, color="white" if abs(win[i, j] - 0.5) > 0.6 * span else "black")
-            if i == j:
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5, ec="black"))
-        ax.set_xticks(range(k), self.agents, rotation=30, ha="right")
-        ax.set_yticks(range(k), self.agents)
+        for i in range(k):
+            ax.add_patch(Rectangle((i - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5 * shown / k, ec="black"))
+        if k <= MAX_TICKS:
+            size = 10 * min(1.0, MAX_ANNOTATED / k)
+            ax.set_xticks(range(k), self.agents, rotation=30 if k <= MAX_ANNOTATED else 90, ha="right",
+                          fontsize=size)
+            ax.set_yticks(range(k), self.agents, fontsize=size)
         ax.set_xlabel("partner at the side's second seat (P2)")
         ax.set_ylabel("first seat (P1)")
         ax.set_title(f"{self.rules}: win rate of the side against {' + '.join(self.opponents)}\n"
                      f"{self.deals} deals x 2 seatings, 95% deal-bootstrap intervals", fontsize=9)
         fig.colorbar(image, ax=ax)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=110, format="png")
         plt.close(fig)
         return Path(path)
 
@@ -250,10 +282,11 @@ def crossplay(rules: RuleSet | str, agents: Sequence[Any], opponents: Sequence[A
 
     rules = load_rules(rules)
     labels = [label_of(a) for a in agents]
-    opponent_labels = list(dict.fromkeys(label_of(o) for o in opponents))  # the same one twice: one opponent
     check_setup(rules, labels, [label_of(o) for o in opponents], deals, resamples)
+    distinct = _one_opponent_each(rules, opponents)
+    opponent_labels = [label_of(o) for o in distinct]
     team = [e.agent for e in build_entrants(rules, agents)]
-    foes = [e.agent for e in build_entrants(rules, list(opponents)[:len(opponent_labels)])]
+    foes = [e.agent for e in build_entrants(rules, distinct)]
     base = make_plan(rules, ["side", "opponents"], 2 * deals, True, None, False)  # two seatings per deal
 
     def deal_source(d: npt.NDArray[np.int64]) -> list[DealId]:
@@ -275,6 +308,18 @@ def crossplay(rules: RuleSet | str, agents: Sequence[Any], opponents: Sequence[A
     return CrossplayResult(rules.name, labels, opponent_labels, deals, seed, resamples, cells, wins, margins)
 
 
+def _one_opponent_each(rules: RuleSet, opponents: Sequence[Any]) -> list[Any]:
+    """``opponents`` less a second naming of the first's agent, however spelt (``agents.agent_key``;
+    a ``(label, agent)`` pair by its label): the same agent twice is one opponent at every opposing
+    seat, on one stream (``heuristic: eager`` beside ``heuristic:eager`` was seated as a second one)."""
+    from agents import agent_key
+
+    seen: dict[Any, Any] = {}
+    for o in opponents:
+        seen.setdefault(("label", label_of(o)) if isinstance(o, tuple) else agent_key(str(o), rules), o)
+    return list(seen.values())
+
+
 def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, seed: int,
                resamples: int, names: list[str] | None = None
                ) -> tuple[dict[str, Any], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -291,6 +336,23 @@ def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, 
     cell["went_out"] = float(np.mean(hands["went_out_side"] == own_side))
     cell["truncated"] = int(hands["truncated"].sum())
     return cell, (pair.wins + 0.5 * pair.ties) / pair.games, pair.margin_sum / pair.games
+
+
+def _replace_all(files: list[tuple[Path, Any]]) -> None:
+    """Write every file of ``files`` (path, a function that fills the path it is given) to a temporary
+    file beside it, then, once all are written, put each in place (``replace_file``, nested: a
+    failure leaves every file as it was)."""
+    from train.common.outputs import replace_file
+
+    if not files:
+        return
+    (path, write), rest = files[0], files[1:]
+
+    def write_then_the_rest(tmp: Path) -> None:
+        write(tmp)
+        _replace_all(rest)
+
+    replace_file(path, write_then_the_rest)
 
 
 def _interval(row: dict[str, Any], key: str, bounds: str, spec: str) -> str:
