@@ -14,7 +14,17 @@ from canasta_env.policy import Agent
 # Results count half as much after this many newer episodes against the pool (prioritized sampling
 # follows the learner as it improves, instead of its whole history).
 RESULT_HALF_LIFE = 5000.0
+LATEST = "latest"  # member 0's name
 MAX_RESULT = 1e15  # a stored result count above this is damage (decayed counts stay near the half-life)
+
+
+def clashing_name(name: str) -> bool:
+    """Whether a fixed member's ``name`` is one the pool gives its own members: ``latest`` or a
+    snapshot's checkpoint name (``ckpt_000000128``, a checkpoint folder named from the working
+    folder). Their results and league logs were merged with that member's in silence."""
+    from agents.checkpoint import CHECKPOINT_NAME
+
+    return name == LATEST or CHECKPOINT_NAME.fullmatch(name) is not None
 
 
 def pfsp_weights(win_rate: npt.NDArray[np.float64], power: float = 2.0) -> npt.NDArray[np.float64]:
@@ -44,8 +54,12 @@ class PoolAgent:
         if not 0.0 <= latest_ratio <= 1.0:
             raise ValueError(f"latest_ratio must be in [0, 1], got {latest_ratio}")
         league = league or {}
+        clash = next((name for name in league if clashing_name(name)), None)
+        if clash is not None:
+            raise ValueError(f"league member {short_repr(clash)}: the pool names its own members so; spell "
+                             f"it as another path (./{clash})")
         self.members: list[Agent] = [latest, *league.values()]
-        self.names: list[str] = ["latest", *league]
+        self.names: list[str] = [LATEST, *league]
         self.num_fixed = len(league)
         self.latest_ratio = latest_ratio
         self.pool_size = pool_size

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from train.common.options import RULES_HELP, add_options, opt
+from train.common.options import RULES_HELP, add_options, check_seed, opt
 from train.play.demo import play_hand, score_lines
 
 
@@ -23,10 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Entry point of ``canasta demo``."""
+    """Entry point of ``canasta demo``; the seed is checked before a line is printed (a seed out of
+    range printed the hand's title, then the engine's error naming ``init``, not ``--seed``)."""
     from canasta_env.engine.render import render
     from canasta_env.rules import load_rules
 
+    check_seed(args.seed)
     rules = load_rules(args.rules)
     print(f"One hand of {rules.name}, every seat played by the uniform random agent (seed {args.seed}).")
     snapshots, mover, events, n = play_hand(rules, args.seed)

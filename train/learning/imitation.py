@@ -49,8 +49,8 @@ class Demonstrations:
 
 
 def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, seed: int,
-            gamma: float, *, workers: int = 1, should_stop: Callable[[], bool] | None = None
-            ) -> Demonstrations:
+            gamma: float, *, workers: int = 1, should_stop: Callable[[], bool] | None = None,
+            teacher_name: str | None = None) -> Demonstrations:
     """About ``steps`` teacher decisions (whole rounds of ``num_envs``) in ``num_envs`` envs
     against ``opponent`` (an agent, or a list of agents that share the envs out evenly, in order),
     keeping the decisions of the episodes that finished.
@@ -59,13 +59,14 @@ def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, 
     ``opponent`` are then agent names, made again in each). Every env is seeded from ``seed`` and
     its index alone and agents act on each row independently, so the decisions are the same,
     in the same order, whatever ``workers`` is. ``should_stop()`` is polled between rounds (or
-    while the workers play); when it returns true, ``StoppedBeforeCheckpoint`` is raised."""
+    while the workers play); when it returns true, ``StoppedBeforeCheckpoint`` is raised. A teacher
+    failing in play is a ``ValueError`` naming it (``teacher_name``, or its name or class)."""
     rounds = max(1, -(-steps // num_envs))
     seeds = np.uint64(seed) + np.arange(num_envs, dtype=np.uint64)
     opponents = list(opponent) if isinstance(opponent, (list, tuple)) else [opponent]
     shares = [(o, c) for o, c in zip(opponents, np.array_split(seeds, len(opponents)), strict=True) if c.size]
     if workers <= 1 or num_envs < 2:
-        parts = [play(rules, teacher, o, c, rounds, gamma, should_stop) for o, c in shares]
+        parts = [play(rules, teacher, o, c, rounds, gamma, should_stop, teacher_name) for o, c in shares]
     else:
         pieces = -(-workers // len(shares))  # every process busy while there are envs to share
         tasks = [(o, piece) for o, c in shares for piece in np.array_split(c, pieces) if piece.size]
@@ -79,11 +80,18 @@ def collect(rules: Any, teacher: Any, opponent: Any, num_envs: int, steps: int, 
 
 
 def play(rules: Any, teacher: Any, opponent: Any, seeds: np.ndarray, rounds: int, gamma: float,
-         should_stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, ...]:
+         should_stop: Callable[[], bool] | None = None, teacher_name: str | None = None
+         ) -> tuple[np.ndarray, ...]:
     """``rounds`` teacher decisions in each env of ``seeds``: observations, masks, actions and
-    discounted returns as (rounds, envs, ...) arrays, and where they belong to a finished episode."""
+    discounted returns as (rounds, envs, ...) arrays, and where they belong to a finished episode.
+    The teacher's actions are checked (``checked_legal_act``): unchecked, its floats were truncated,
+    its illegal or out-of-range actions cloned as targets in silence, its other failures tracebacks."""
     from agents import make_agent
+    from canasta_env.messages import short_repr
+    from canasta_env.policy import checked_legal_act
 
+    label = teacher_name or (teacher if isinstance(teacher, str) else type(teacher).__name__)
+    who = f"{short_repr(label)} (imitate teacher)"
     teacher = make_agent(teacher, rules) if isinstance(teacher, str) else teacher
     opponent = make_agent(opponent, rules) if isinstance(opponent, str) else opponent
     envs = len(seeds)
@@ -98,7 +106,7 @@ def play(rules: Any, teacher: Any, opponent: Any, seeds: np.ndarray, rounds: int
         if should_stop is not None and should_stop():
             raise StoppedBeforeCheckpoint
         mask = batch.action_masks()
-        actions = np.asarray(teacher.act(o, mask, rng), dtype=np.int64)
+        actions = checked_legal_act(teacher, who, o, mask, rng)
         obs_list.append(o)
         mask_list.append(mask)
         act_list.append(actions)

@@ -186,12 +186,16 @@ def import_sb3(zip_path: str | Path, run_dir: str | Path, rules: Any, *,
 
     from agents.checkpoint import build_meta, checkpoint_name, current_layout, save_checkpoint
     from canasta_env.rules import load_rules
-    from train.common.run_dir import holds_run, open_run, write_config
+    from train.common.run_dir import RunDirError, check_run, holds_run, open_run, write_config
 
     run = check_out(run_dir, "RUN_DIR", folder=True)
     if holds_run(run):  # open_run's own message offers --resume, which import has not
         raise ValueError(f"RUN_DIR {run}: already holds a run; import writes a new run: choose another "
                          "folder")
+    try:  # and the others --run-dir, which import has not either (RUN_DIR is its argument)
+        check_run(run, resume=False, overwrite=False)
+    except RunDirError as exc:
+        raise ValueError(str(exc).replace("another --run-dir", "another RUN_DIR")) from None
     path = Path(zip_path)
     _check_zip(path)  # reads the zip's directory only: no pickle is opened before --trust
     if not trust:

@@ -44,11 +44,13 @@ def _agent(option: str, name: str, rules: RuleSet) -> Any:
 
 
 def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
-            stop: StopRequest | None = None) -> RunSetup:
+            stop: StopRequest | None = None, overwrite: bool = False) -> RunSetup:
     """Build every agent the run names and check what can be checked before anything is written;
-    a mistake is a ``ValueError`` naming the option."""
+    a mistake is a ``ValueError`` naming the option. With ``overwrite`` the old run in ``run`` is
+    to be cleared once this returns."""
     _check_rollout_memory(args, rules)
     _check_cpus(args)
+    _check_not_own_run(args, rules, run, overwrite)
     opponent: Any = None if selfplay else _agent("opponent", args.opponent, rules)
     for name in args.eval_opponents:  # refused now rather than at the first evaluation
         _agent("eval_opponents", name, rules)
@@ -84,12 +86,19 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
 
 
 def _check_league(args: TrainArgs, selfplay: bool, rules: RuleSet) -> None:
-    """Refuse league and agent-list options that cannot work together; an agent named twice, however
+    """Refuse league and agent-list options that cannot work together, a league member spelt as the
+    pool's own names (``agents.learned.pool.clashing_name``); an agent named twice, however
     spelt (``agents.agent_key``), in ``league``, ``exploiter_also`` or ``eval_opponents`` (a league
     member spelt twice was drawn twice as often; two evaluations were logged as one)."""
     if args.league and not selfplay:
         raise ValueError("training option 'league' names pool members: use canasta selfplay or "
                          "canasta league, or leave it empty")
+    from agents.learned.pool import clashing_name
+
+    clash = next((name for name in args.league if clashing_name(name)), None)
+    if clash is not None:
+        raise ValueError(f"training option league: {short_repr(clash)} is the pool's name for one of its own "
+                         f"members (the latest policy or a snapshot); spell the path another way (./{clash})")
     if repeated_agent(args.league, rules) is not None:
         raise ValueError(f"training option 'league' = {short_repr(args.league)} names an agent twice")
     for option in ("exploiter_also", "eval_opponents"):
@@ -105,6 +114,55 @@ def _check_league(args: TrainArgs, selfplay: bool, rules: RuleSet) -> None:
     if args.imitate_opponent == IMITATE_LEAGUE and not args.league:
         raise ValueError(f"training option imitate_opponent = {IMITATE_LEAGUE!r} needs league members "
                          "(canasta selfplay or canasta league with 'league' set)")
+
+
+_DELETED = "names what --overwrite deletes (the old run's files and checkpoints in {}); copy it out first"
+AGENT_OPTIONS = ("opponent", "league", "eval_opponents", "exploiter_also", "imitate", "imitate_opponent")
+
+
+def _check_not_own_run(args: TrainArgs, rules: RuleSet, run: Path, overwrite: bool) -> None:
+    """Refuse an agent option naming the run's own folder (``agents.agent_key``: ``sampled:``, a
+    search's rollout agent and every spelling included), and with ``overwrite`` an agent option or
+    ``init_from`` naming what ``--overwrite`` deletes. The folder played whatever the run's latest
+    checkpoint was at each start, another agent under the same name after every resume; what
+    ``--overwrite`` deletes was loaded first, then named by a config.json no resume could load again."""
+    from agents import agent_key
+
+    here = run.resolve()
+    for option in AGENT_OPTIONS:
+        value = getattr(args, option)
+        for name in [value] if isinstance(value, str) else value or []:
+            if option == "imitate_opponent" and name == IMITATE_LEAGUE:
+                continue
+            for path in _key_paths(agent_key(name, rules)):
+                if path == here:
+                    raise ValueError(f"training option {option}: {short_repr(name)} is this run's own folder "
+                                     f"{run}; name a copy of one of its checkpoints made outside it")
+                if overwrite and _cleared(here, path):
+                    raise ValueError(f"training option {option}: {short_repr(name)} {_DELETED.format(run)}")
+    start = init_path(args.init_from).resolve() if overwrite and args.init_from is not None else None
+    if start is not None and (start == here or _cleared(here, start)):
+        raise ValueError(f"training option init_from = {short_repr(args.init_from)} {_DELETED.format(run)}")
+
+
+def _cleared(run: Path, path: Path) -> bool:
+    """Whether ``train.common.run_dir.clear_run(run)`` deletes ``path`` (both resolved): it lies in
+    one of the run's files or checkpoints, not in another folder the run folder keeps."""
+    from agents.checkpoint import CHECKPOINT_NAME, TMP_PREFIX, is_complete
+    from train.common.run_dir import RUN_FILES
+
+    if run not in path.parents:
+        return False
+    top = run / path.relative_to(run).parts[0]
+    return (top.name in RUN_FILES or top.name.startswith(TMP_PREFIX) or CHECKPOINT_NAME.fullmatch(top.name)
+            is not None or top.is_dir() and not top.is_symlink() and is_complete(top))
+
+
+def _key_paths(key: Any) -> list[Path]:
+    """The checkpoint folders an ``agents.agent_key`` holds, nested keys included."""
+    if isinstance(key, Path):
+        return [key]
+    return [p for part in key for p in _key_paths(part)] if isinstance(key, tuple) else []
 
 
 def _check_rollout_memory(args: TrainArgs, rules: RuleSet) -> None:

@@ -46,7 +46,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         if args.device == "cuda" and not torch.cuda.is_available():
             raise ValueError("training option device = 'cuda', but torch sees no CUDA GPU "
                              "(torch.cuda.is_available() is false); use device 'cpu' or 'auto'")
-        setup = resolve(args, rules, run, selfplay=selfplay, stop=stop)
+        setup = resolve(args, rules, run, selfplay=selfplay, stop=stop, overwrite=overwrite)
         if overwrite:
             clear_run(run)
         if not resume:  # a resume writes it once its checkpoint has loaded (``restore``)

@@ -41,7 +41,8 @@ def clone_teacher(setup: Any, policy: Any, logger: Any, bf16: bool = False) -> N
     print(f"imitate {args.imitate}: playing {args.imitate_steps:,} of its decisions{where}", flush=True)
 
     demos = imitation.collect(rules, teacher, against, args.num_envs, args.imitate_steps, args.seed,
-                              args.gamma, workers=args.imitate_workers, should_stop=should_stop)
+                              args.gamma, workers=args.imitate_workers, should_stop=should_stop,
+                              teacher_name=args.imitate)
     print(f"imitate {args.imitate}: {len(demos):,} decisions collected in "
           f"{time.perf_counter() - started:.0f} s", flush=True)
 
