@@ -16,6 +16,7 @@ from canasta_env.rules import load_rules
 from tests.one_line import one_error
 from train.cli.main import main as cli_main
 from train.evaluation.crossplay import CrossplayResult, check_setup, crossplay
+from train.evaluation.ratings import MAX_BOOTSTRAP
 
 GAUNTLET = ["gauntlet", "random", "--deals", "1"]
 CROSSPLAY = ["crossplay", "--opponents", "random", "--deals", "1", "--resamples", "10"]
@@ -153,8 +154,22 @@ def test_crossplay_refuses_a_bootstrap_past_its_bound_before_any_game(
 
 def test_crossplay_takes_a_bootstrap_at_its_bound() -> None:  # the twin
     check_setup(load_rules("classic_4p"), ["random", "greedy"], ["random"], 1000,
-                crossplay_module.MAX_BOOTSTRAP // 1000)
+                MAX_BOOTSTRAP // 1000)
     check_setup(load_rules("classic_4p"), ["random", "greedy"], ["random"], 10**6, 100)
+
+
+def test_a_tournament_refuses_a_bootstrap_past_its_bound_before_any_game(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import train.evaluation.tournament as tournament
+
+    monkeypatch.setattr(tournament, "play_unit", lambda *a, **k: pytest.fail("a game was played"))
+    assert cli_main(["tournament", "--agents", "random", "greedy", "--hands", "20000", "--resamples",
+                     "100000", "--no-plots"]) == 2
+    line = one_error(capsys, "tournament")
+    assert "--hands 20000 (20,000 deals a match) with --resamples 100000: the bootstrap would hold" in line
+    monkeypatch.undo()
+    played = tournament.run("classic_2p", ["random", "greedy"], 2, plots=False, resamples=20)  # the twin
+    assert len(played.rating_rows) == 2
 
 
 # ---- crossplay --out: a failed write left this run's tables beside the last run's heatmap ------------

@@ -32,15 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
-from train.evaluation.ratings import bootstrap_mean_ci, interval_text, resample_weights
+from train.evaluation.ratings import bootstrap_mean_ci, check_bootstrap, interval_text, resample_weights
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 from train.evaluation.tournament_report import head_to_head, pair_data
 
 MAX_DEALS = 10**6
 MAX_RESAMPLES = 100_000
-# deals x resamples: the bootstrap draws a (resamples, deals) table of weights, three copies at once
-# (10**8: about 2.5 GB; 10,000 deals at 100,000 resamples wanted 25 GB after every game was played)
-MAX_BOOTSTRAP = 10**8
 # a heatmap's cells carry their figures up to this many agents; beyond, colours only (and tick labels
 # up to MAX_TICKS), in a figure of this many cells' size: 120 agents drew a 9 GB figure for 2 minutes
 MAX_ANNOTATED = 16
@@ -100,10 +97,7 @@ def check_setup(rules: RuleSet, agents: Sequence[str], opponents: Sequence[str],
         raise ValueError(f"--deals {deals}: want a whole number in [1, {MAX_DEALS}]")
     if isinstance(resamples, bool) or not isinstance(resamples, int) or not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"--resamples {resamples}: want a whole number in [1, {MAX_RESAMPLES}]")
-    if deals * resamples > MAX_BOOTSTRAP:
-        raise ValueError(f"--deals {deals} with --resamples {resamples}: the bootstrap would hold "
-                         f"{deals * resamples:,} weights ({deals * resamples * 24 / 2**30:.1f} GiB); keep "
-                         f"deals x resamples at most {MAX_BOOTSTRAP:,}")
+    check_bootstrap(deals, resamples, f"--deals {deals}")
 
 
 def summary_groups(agents: Sequence[str]) -> list[tuple[str, npt.NDArray[np.float64]]]:

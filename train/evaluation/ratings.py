@@ -85,6 +85,21 @@ def fit_davidson(wins: npt.NDArray[np.float64], ties: npt.NDArray[np.float64],
     return theta, x[:, k]
 
 
+# deals x resamples: the bootstrap draws a (resamples, deals) table of weights, three copies at once
+# (10**8: about 2.5 GB; 10,000 deals at 100,000 resamples wanted 25 GB after every game was played)
+MAX_BOOTSTRAP = 10**8
+
+
+def check_bootstrap(deals: int, resamples: int, deals_flag: str) -> None:
+    """Refuse, before any game, a bootstrap of ``deals`` x ``resamples`` past ``MAX_BOOTSTRAP``
+    (``ValueError`` naming ``deals_flag`` and ``--resamples``): its weights would not fit in memory,
+    and that was found only after every game was played."""
+    if deals * resamples > MAX_BOOTSTRAP:
+        raise ValueError(f"{deals_flag} with --resamples {resamples}: the bootstrap would hold "
+                         f"{deals * resamples:,} weights ({deals * resamples * 24 / 2**30:.1f} GiB); keep "
+                         f"deals x resamples at most {MAX_BOOTSTRAP:,}")
+
+
 def resample_weights(num_deals: int, resamples: int, seed: int) -> npt.NDArray[np.float64]:
     """(resamples, num_deals) multiplicity of each deal in each bootstrap resample."""
     rng = np.random.default_rng(seed)

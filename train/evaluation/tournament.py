@@ -31,6 +31,7 @@ from canasta_env.rules import RuleSet, load_rules
 from train.common.folder_lock import LOCK_FILE, FolderLock
 from train.evaluation.hand_log import DAMAGED, OUTPUT_NAMES, HandLog, TournamentConfig
 from train.evaluation.hand_rows import parse_rows
+from train.evaluation.ratings import check_bootstrap
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 
 
@@ -125,6 +126,7 @@ def run(rules: RuleSet | str, entrants: Sequence[Any], hands: int = 2000, *, dup
     labels = [e.label for e in people]
     vs = _vs_label(vs, people, rules)
     plan = make_plan(rules, labels, hands, duplicate, vs, partners is not None)
+    check_bootstrap(plan.deals, resamples, f"--hands {hands} ({plan.deals:,} deals a match)")
     agents = [e.agent for e in people]
     partner_label = None
     if partners is not None:
