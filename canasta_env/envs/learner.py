@@ -276,6 +276,11 @@ class LearnerBatch:
             self._start(rows, seat)
 
     def _start(self, rows: npt.NDArray[np.int64], seat: int | None = None) -> None:
+        """Deal the listed envs' players up to the learner's first decision (see ``_mid_turn``)."""
+        with self._mid_turn():
+            self._start_rows(rows, seat)
+
+    def _start_rows(self, rows: npt.NDArray[np.int64], seat: int | None) -> None:
         state = self.require_state()
         if seat is None:
             seat = self.config.learner_seat
@@ -291,8 +296,7 @@ class LearnerBatch:
             for agent in (self.config.opponent, self.config.partners):
                 new_episode = getattr(agent, "new_episode", None)
                 if new_episode is not None:  # e.g. a pool picking one member per episode
-                    with self._mid_turn():
-                        new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
+                    new_episode(rows, RowRandom(stream_keys(self.seeds[rows], index, POOL_SALT)).random())
             self.illegal_done[rows] = False
             self.potential[rows] = 0.0
             self.points[rows] = 0.0
@@ -378,16 +382,15 @@ class LearnerBatch:
         self.illegal_done[bad] = True
         rewards[bad] = self.config.illegal_reward
         good = rows[legal]
-        if good.size:
-            result = _step_unchecked(state, acts[good], good)
-            rewards[good] += self._learner_reward(good, result.rewards)
         forced = np.zeros(self.num_envs, dtype=np.int64)
-        live = rows[legal]
-        extra, forced_live = self._advance(live)
-        rewards[live] += extra
-        forced[live] = forced_live
-        self.points[rows] += rewards[rows]
-        with self._mid_turn():  # a failing episode_end lost this step's rewards and ends
+        with self._mid_turn():  # from the learner's move to the outcomes: the others' moves between
+            if good.size:
+                result = _step_unchecked(state, acts[good], good)
+                rewards[good] += self._learner_reward(good, result.rewards)
+            extra, forced_live = self._advance(good)
+            rewards[good] += extra
+            forced[good] = forced_live
+            self.points[rows] += rewards[rows]
             self._report_outcomes(rows[self.done[rows] & ~self.illegal_done[rows]])
         if self.config.shaping:
             new = self._potential(rows)
@@ -423,15 +426,6 @@ class LearnerBatch:
         best_other = values.max(axis=1)
         return (own - best_other) * float(self.config.reward_scale) * self.config.shaping  # type: ignore[arg-type]
 
-    def _advance(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
-                                                            npt.NDArray[np.int64]]:
-        """Play other seats (and forced learner decisions) until the learner must choose.
-
-        Only rows that just moved can need another move, so the working set shrinks each round.
-        """
-        with self._mid_turn():
-            return self._advance_rows(rows)
-
     @contextmanager
     def _mid_turn(self) -> Iterator[None]:
         """Mark the batch ``stopped`` when the block raises: an injected agent (its ``act``,
@@ -446,8 +440,13 @@ class LearnerBatch:
             self.stopped = text if isinstance(exc, ValueError) or text == kind else f"{kind}: {text}"
             raise
 
-    def _advance_rows(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
-                                                                 npt.NDArray[np.int64]]:
+    def _advance(self, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.float64],
+                                                            npt.NDArray[np.int64]]:
+        """Play other seats (and forced learner decisions) until the learner must choose.
+
+        Only rows that just moved can need another move, so the working set shrinks each round.
+        """
+
         state = self.require_state()
         reward = np.zeros(rows.size, dtype=np.float64)
         forced = np.zeros(rows.size, dtype=np.int64)

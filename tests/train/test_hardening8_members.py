@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +147,23 @@ def test_import_names_its_own_argument_for_a_folder_it_cannot_use(
     # the twin: a new folder
     assert cli_main(["import", str(model), str(tmp_path / "new"), "--rules", "classic_2p", "--trust"]) == 0
     assert json.loads((tmp_path / "new" / "config.json").read_text())["rules"] == "classic_2p"
+
+
+def test_an_exploiter_league_in_the_working_folder_names_its_main_agent_as_a_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--run-dir .``: the main agent was the bare ``ckpt_N``, the pool's own name for a snapshot,
+    so the league exploiter's league was refused after the first round."""
+    import train.learning.exploiter_league as exploiter_league
+    from agents.learned.pool import clashing_name
+
+    seen: list[str] = []
+
+    def exploiters(args: Any, main: str, run: Path, done: int, stop: Any) -> list[str]:
+        seen.append(main)
+        return []
+
+    monkeypatch.setattr(exploiter_league, "_ppo_exploiters", exploiters)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["league", *TINY_RUN, "--run-dir", ".", "--total-timesteps", "256",
+                     "--exploiter-every", "128"]) == 0
+    assert seen and all(main.startswith("./ckpt_") and not clashing_name(main) for main in seen), seen
