@@ -15,6 +15,7 @@ from typing import Any
 from canasta_env.messages import short_repr
 from train.common.options import AGENT_HELP, RULES_HELP, add_options, opt
 from train.common.outputs import check_output_file, write_atomic
+from train.evaluation.ratings import figure_text
 
 
 @dataclass
@@ -59,7 +60,8 @@ def run(ns: argparse.Namespace) -> int:
     from canasta_env.deal_sets import load_deal_set
     from canasta_env.luck import luck_weights
     from canasta_env.rules import load_rules
-    from train.evaluation.gauntlet import distinct_opponents, gauntlet_rows, weakest
+    from train.common.options import distinct_agents
+    from train.evaluation.gauntlet import gauntlet_rows, weakest
 
     o = GauntletOptions(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(GauntletOptions)})
     rules = load_rules(o.rules)
@@ -74,7 +76,7 @@ def run(ns: argparse.Namespace) -> int:
     if not names:
         raise ValueError("--opponents: name at least one opponent")
     agent = make_agent(o.agent, rules)
-    opponents = {name: make_agent(name, rules) for name in distinct_opponents(names, rules)}
+    opponents = {name: make_agent(name, rules) for name in distinct_agents(names, rules)}
     dset = load_deal_set(o.deal_set, rules)
     deals = dset.first(o.deals, "--deals")
     print(f"{o.agent} on {rules.name}, {o.deals} deals of {dset.name} x {rules.num_sides} seatings "
@@ -85,11 +87,12 @@ def run(ns: argparse.Namespace) -> int:
     rows = []
     for s in gauntlet_rows(rules, agent, opponents, deals, luck=o.luck_correction, name=o.agent):
         rows.append(s)
-        print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | {_cell(s, 'win_rate', 'win', '.3f')} | "
-              f"{_cell(s, 'mean_margin', 'margin', '.0f')} | {s['went_out']:.3f} |"
+        print(f"| {s['opponent']}{' *' if s['held_out'] else ''} | "
+              f"{figure_text(s, 'win_rate', 'win', '.3f')} | "
+              f"{figure_text(s, 'mean_margin', 'margin', '.0f')} | {s['went_out']:.3f} |"
               + (_luck_cells(s) if o.luck_correction else ""), flush=True)
     worst = weakest(rows)
-    print(f"\nminimum win rate: {_cell(worst, 'win_rate', 'win', '.3f')} against {worst['opponent']}")
+    print(f"\nminimum win rate: {figure_text(worst, 'win_rate', 'win', '.3f')} against {worst['opponent']}")
     command = command_line(o)
     print(f"command: {command}")
     if o.json is not None:
@@ -108,15 +111,8 @@ def _finite(row: dict[str, Any]) -> dict[str, Any]:
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
-def _cell(s: dict[str, Any], key: str, bounds: str, spec: str) -> str:
-    """``0.512 [0.470, 0.551]``: figure ``key`` of row ``s`` and its interval ``{bounds}_lo``,
-    ``{bounds}_hi``; ``[-, -]`` for one deal's, which has none (``[nan, nan]`` before)."""
-    from train.evaluation.ratings import interval_text
-
-    return f"{s[key]:{spec}} {interval_text(s[bounds + '_lo'], s[bounds + '_hi'], spec)}"
-
-
 def _luck_cells(s: dict[str, Any]) -> str:
     """The luck-corrected cells of a gauntlet row."""
-    return (f" {_cell(s, 'win_luck', 'win_luck', '.3f')} | {_cell(s, 'margin_luck', 'margin_luck', '.0f')} | "
+    return (f" {figure_text(s, 'win_luck', 'win_luck', '.3f')} | "
+            f"{figure_text(s, 'margin_luck', 'margin_luck', '.0f')} | "
             f"{s['margin_var_ratio']:.2f}, {s['win_var_ratio']:.2f} |")

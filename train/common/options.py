@@ -65,6 +65,17 @@ def repeated_agent(names: Sequence[str], rules: Any) -> tuple[str, str] | None:
     return None
 
 
+def distinct_agents(names: Sequence[str], rules: Any) -> list[str]:
+    """``names`` with each agent once, however spelt (``agents.agent_key``, as ``repeated_agent``
+    compares them), in order, each by its first spelling."""
+    from agents import agent_key
+
+    seen: dict[Any, str] = {}
+    for name in names:
+        seen.setdefault(agent_key(name, rules), name)
+    return list(seen.values())
+
+
 def twice_message(option: str, pair: tuple[str, str]) -> str:
     """``OPTION names 'X' twice``, or, for two spellings of one agent, both of them."""
     from canasta_env.messages import short_repr

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from canasta_env.rules import RuleSet, load_rules
-from train.evaluation.ratings import bootstrap_mean_ci, check_bootstrap, interval_text, resample_weights
+from train.evaluation.ratings import bootstrap_mean_ci, check_bootstrap, figure_text, resample_weights
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 from train.evaluation.tournament_report import head_to_head, pair_data
 
@@ -251,15 +251,15 @@ class CrossplayResult:
         k = len(self.agents)
         for i in range(k):
             cells = self.cells[i * k:(i + 1) * k]
-            t.add_row(self.agents[i], *[f"{_interval(c, 'win_rate', 'win', '.3f')}\n"
-                                        f"{_interval(c, 'mean_margin', 'margin', '+.0f')}" for c in cells])
+            t.add_row(self.agents[i], *[f"{figure_text(c, 'win_rate', 'win', '.3f')}\n"
+                                        f"{figure_text(c, 'mean_margin', 'margin', '+.0f')}" for c in cells])
         console.print(t)
         s = Table(title="summary (means over cells, per deal)")
         for c in ("group", "cells", "win rate", "mean margin"):
             s.add_column(c, justify="left" if c == "group" else "right")
         for r in self.summary():
-            s.add_row(r["group"], str(r["cells"]), _interval(r, "win_rate", "win", ".3f"),
-                      _interval(r, "mean_margin", "margin", "+.0f"))
+            s.add_row(r["group"], str(r["cells"]), figure_text(r, "win_rate", "win", ".3f"),
+                      figure_text(r, "mean_margin", "margin", "+.0f"))
         console.print(s)
 
 
@@ -347,11 +347,6 @@ def _replace_all(files: list[tuple[Path, Any]]) -> None:
         _replace_all(rest)
 
     replace_file(path, write_then_the_rest)
-
-
-def _interval(row: dict[str, Any], key: str, bounds: str, spec: str) -> str:
-    """``0.512 [0.470, 0.551]``: a figure of ``row`` and its interval ``{bounds}_lo``, ``{bounds}_hi``."""
-    return f"{row[key]:{spec}} {interval_text(row[bounds + '_lo'], row[bounds + '_hi'], spec)}"
 
 
 def _plain(x: Any) -> Any:

@@ -7,7 +7,7 @@ are marked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from canasta_env.rules import RuleSet
@@ -25,19 +25,6 @@ def gauntlet_rows(rules: RuleSet, agent: Any, opponents: Mapping[str, Any],
     for label, opponent in opponents.items():
         summary = play_match(rules, agent, opponent, deals, labels=(name, label), luck=luck).summary()
         yield {"opponent": label, "held_out": label in held, **summary}
-
-
-def distinct_opponents(names: Sequence[str], rules: RuleSet | str) -> list[str]:
-    """``names`` with each agent once, however spelt (``agents.agent_key``: ``heuristic:eager`` and
-    ``heuristic: eager``, a folder with and without its ``/``), in order, each by its first spelling:
-    an agent named twice is one opponent, one row (two spellings played it twice, two rows of one
-    agent, the second a second sample of the same figures)."""
-    from agents import agent_key
-
-    seen: dict[Any, str] = {}
-    for name in names:
-        seen.setdefault(agent_key(name, rules), name)
-    return list(seen.values())
 
 
 def weakest(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -197,3 +198,9 @@ def interval_text(lo: float, hi: float, spec: str) -> str:
     """``[lo, hi]`` for a table; ``[-, -]`` for the NaN interval of a single deal (rich reads
     ``[nan, nan]`` as markup and prints nothing)."""
     return "[-, -]" if math.isnan(lo) or math.isnan(hi) else f"[{lo:{spec}}, {hi:{spec}}]"
+
+
+def figure_text(row: dict[str, Any], key: str, bounds: str, spec: str) -> str:
+    """``0.512 [0.470, 0.551]``: figure ``key`` of ``row`` and its interval ``{bounds}_lo``,
+    ``{bounds}_hi`` (``interval_text``)."""
+    return f"{row[key]:{spec}} {interval_text(row[bounds + '_lo'], row[bounds + '_hi'], spec)}"
