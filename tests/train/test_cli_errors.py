@@ -61,6 +61,7 @@ CASES: list[list[str]] = [
     *_rules_cases(["bench", "--seconds", "0.1"], "--rules"),
     ["bench", "--batch", "0"], ["bench", "--batch", "-3"], ["bench", "--batch", "100000000000"],
     ["bench", "--seconds", "-1"], ["bench", "--seconds", "nan"], ["bench", "--stagger", "-1"],
+    ["bench", "--stagger", "10001"],
     ["bench", "--api", "aec", "--batch", "2"], ["bench", "--api", "gym", "--observe"],
     *_rules_cases(["demo"], "--rules"),
     ["demo", "--seed", "-1"],
