@@ -334,8 +334,9 @@ def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, 
 
 def _replace_all(files: list[tuple[Path, Any]]) -> None:
     """Write every file of ``files`` (path, a function that fills the path it is given) to a temporary
-    file beside it, then, once all are written, put each in place (``replace_file``, nested: a
-    failure leaves every file as it was)."""
+    file beside it, then, once all are written, put each in place (``replace_file``, nested): a
+    failed write leaves every file as it was; only a failed rename, after the others, would leave
+    some replaced."""
     from train.common.outputs import replace_file
 
     if not files:
