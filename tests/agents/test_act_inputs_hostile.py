@@ -17,8 +17,7 @@ from canasta_env.engine import init, observe, step
 from canasta_env.policy import RandomAgent
 
 SMALL_SEARCH = "search:k=2,n=2,depth=4"
-# agents that read observations
-DECODERS = ("greedy", "heuristic", "heuristic:eager", "planner:racer", SMALL_SEARCH)
+DECODERS = ("greedy", "heuristic", "heuristic:eager", SMALL_SEARCH)  # agents that read observations
 
 
 def _position(preset: str = "classic_2p", count: int = 6) -> tuple[np.ndarray, np.ndarray]:
