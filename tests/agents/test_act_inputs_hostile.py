@@ -17,7 +17,8 @@ from canasta_env.engine import init, observe, step
 from canasta_env.policy import RandomAgent
 
 SMALL_SEARCH = "search:k=2,n=2,depth=4"
-DECODERS = ("greedy", "heuristic", "heuristic:eager", SMALL_SEARCH)  # agents that read observations
+# agents that read observations
+DECODERS = ("greedy", "heuristic", "heuristic:eager", "planner:racer", SMALL_SEARCH)
 
 
 def _position(preset: str = "classic_2p", count: int = 6) -> tuple[np.ndarray, np.ndarray]:

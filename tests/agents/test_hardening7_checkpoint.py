@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -31,24 +30,12 @@ from agents.checkpoint import (  # noqa: E402
 )
 from agents.checkpoint.policy_spec import _policy_shapes  # noqa: E402
 from tests.one_line import one_error  # noqa: E402
-from tests.tiny_checkpoint import rewrite_file, save_tiny_checkpoint  # noqa: E402
+from tests.tiny_checkpoint import rewrite_file  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real checkpoint of a tiny policy (net_arch [8, 8]) with an Adam optimizer's state."""
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("orig") / "run", RULES)
-
-
-@pytest.fixture
-def saved(original: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the checkpoint, free to damage."""
-    return Path(shutil.copytree(original, tmp_path / "run" / original.name))
 
 
 def _same(a: dict[Any, Any], b: dict[Any, Any]) -> bool:

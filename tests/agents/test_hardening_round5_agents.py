@@ -30,23 +30,11 @@ from agents.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from agents.learned.pool import PoolAgent  # noqa: E402
 from canasta_env.engine import init, observe  # noqa: E402
 from canasta_env.rules import load_rules  # noqa: E402
-from tests.tiny_checkpoint import rewrite_file, save_tiny_checkpoint  # noqa: E402
+from tests.tiny_checkpoint import rewrite_file  # noqa: E402
 from train.cli.main import main as cli_main  # noqa: E402
 
 RULES = "classic_2p"
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real checkpoint of a tiny policy (net_arch [8, 8]) whose Adam optimizer took a step."""
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("orig") / "run", RULES)
-
-
-@pytest.fixture
-def saved(original: Path, tmp_path: Path) -> Path:
-    """A fresh copy of the checkpoint, free to damage."""
-    return Path(shutil.copytree(original, tmp_path / "run" / original.name))
 
 
 def _edit_optimizer(path: Path, change: Callable[[dict[str, Any]], None]) -> None:

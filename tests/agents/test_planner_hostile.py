@@ -18,9 +18,8 @@ import pytest
 from agents import agent_key, make_agent
 from agents.match import play_match
 from agents.rule_based.planner import FIELD_RANGES, FIELDS, PROFILES, planner_config
-from canasta_env.engine import init, observe, step
-from canasta_env.policy import RandomAgent
 from canasta_env.rules import preset_names
+from tests.agents.test_act_inputs_hostile import _position
 
 SAFETY = list(FIELDS).index("safety")
 
@@ -32,15 +31,6 @@ def _one_line(words: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -
     text = str(info.value)
     assert words in text and "\n" not in text, text
     return text
-
-
-def _position(preset: str = "classic_2p", count: int = 6) -> tuple[np.ndarray, np.ndarray]:
-    """Observations and masks a few random moves into the hand."""
-    state = init(preset, count, seed=4)
-    rng = np.random.default_rng(0)
-    for _ in range(9):
-        step(state, RandomAgent().act(None, state.legal_action_mask, rng))
-    return observe(state, state.current_player.astype(np.int64)), state.legal_action_mask.copy()
 
 
 # ---- names --------------------------------------------------------------------------------------

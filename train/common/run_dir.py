@@ -118,10 +118,16 @@ def _check_fits(run: Path, resume: bool, overwrite: bool) -> None:
                           "replace it, or choose another --run-dir")
 
 
+def is_run_file(p: Path) -> bool:
+    """Whether ``p``, an entry of a run folder, is one of the run's own (config, logs, checkpoints,
+    partial writes): what ``clear_run`` deletes."""
+    return p.name in RUN_FILES or p.name.startswith(TMP_PREFIX) or _is_checkpoint_dir(p)
+
+
 def clear_run(run: Path) -> None:
-    """Delete a run's files (config, logs, checkpoints, partial writes); other files stay."""
+    """Delete a run's files (``is_run_file``); other files stay."""
     for p in list(run.iterdir()):
-        if p.name in RUN_FILES or p.name.startswith(TMP_PREFIX) or _is_checkpoint_dir(p):
+        if is_run_file(p):
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
 
 

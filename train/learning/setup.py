@@ -148,14 +148,9 @@ def _check_not_own_run(args: TrainArgs, rules: RuleSet, run: Path, overwrite: bo
 def _cleared(run: Path, path: Path) -> bool:
     """Whether ``train.common.run_dir.clear_run(run)`` deletes ``path`` (both resolved): it lies in
     one of the run's files or checkpoints, not in another folder the run folder keeps."""
-    from agents.checkpoint import CHECKPOINT_NAME, TMP_PREFIX, is_complete
-    from train.common.run_dir import RUN_FILES
+    from train.common.run_dir import is_run_file
 
-    if run not in path.parents:
-        return False
-    top = run / path.relative_to(run).parts[0]
-    return (top.name in RUN_FILES or top.name.startswith(TMP_PREFIX) or CHECKPOINT_NAME.fullmatch(top.name)
-            is not None or top.is_dir() and not top.is_symlink() and is_complete(top))
+    return run in path.parents and is_run_file(run / path.relative_to(run).parts[0])
 
 
 def _key_paths(key: Any) -> list[Path]:
