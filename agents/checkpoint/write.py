@@ -4,20 +4,21 @@ Every file goes to ``<run_dir>/.tmp-<name>-<pid>-<hex>`` and is fsynced, then th
 fsynced and renamed to ``<name>`` (an existing ``<name>`` is replaced), the run directory is fsynced,
 and last the text file ``<run_dir>/latest`` (the checkpoint's name) is replaced atomically. A kill at
 any point leaves ``latest`` naming a complete checkpoint; dot-prefixed leftovers are ignored by the
-readers and removed by ``remove_partial_checkpoints()``. ``build_meta()`` gathers what
-``meta.json`` describes.
+readers and removed by ``remove_partial_checkpoints()``. The files are streamed to disk, never held
+whole in memory (nor the weights copied), and hashed as they are read back for ``meta.json``.
+``build_meta()`` gathers what ``meta.json`` describes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import secrets
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -32,12 +33,14 @@ from agents.checkpoint.format import (
     STATE_FILE,
     TMP_PREFIX,
     _json_default,
+    _json_loads,
     _json_round_trip,
     current_layout,
 )
 from agents.checkpoint.kill_hook import kill_point
 from agents.checkpoint.policy import describe_policy
 
+_CHUNK = 1 << 20
 VERSIONED = ("canasta-rl", "torch", "stable-baselines3", "sb3-contrib", "numpy", "safetensors")
 
 
@@ -59,25 +62,24 @@ def save_checkpoint(run_dir: str | os.PathLike[str], name: str, *, policy_state:
     Returns:
         The checkpoint's final path ``run_dir / name``.
     """
-    import torch
-
     run_dir = Path(run_dir)
     _check_name(name)
-    blobs = {POLICY_FILE: _safetensors_bytes(policy_state), STATE_FILE: _json_bytes(state, "state")}
-    if optimizer_state is not None:
-        buffer = io.BytesIO()
-        torch.save(dict(optimizer_state), buffer)
-        blobs[OPTIMIZER_FILE] = buffer.getvalue()
-    files = {f: {"bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for f, b in blobs.items()}
-    blobs[META_FILE] = _json_bytes({**meta, "format": FORMAT, "files": files}, "meta")
+    tensors = _cpu_tensors(policy_state)
+    state_json = _json_bytes(state, "state")
+    _json_bytes({**meta, "format": FORMAT, "files": {}}, "meta")  # refused before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = run_dir / f"{TMP_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir()
     try:
-        for i, (fname, data) in enumerate(blobs.items()):  # meta.json last
-            _write_synced(tmp / fname, data)
-            if i == 0:
-                kill_point("checkpoint_write")
+        _write_safetensors(tmp / POLICY_FILE, tensors)
+        kill_point("checkpoint_write")
+        _write_bytes(tmp / STATE_FILE, state_json)
+        written = [POLICY_FILE, STATE_FILE]
+        if optimizer_state is not None:
+            _write_torch(tmp / OPTIMIZER_FILE, dict(optimizer_state))
+            written.append(OPTIMIZER_FILE)
+        files = {f: _sync_and_describe(tmp / f) for f in written}
+        _write_synced(tmp / META_FILE, _json_bytes({**meta, "format": FORMAT, "files": files}, "meta"))
         _fsync_dir(tmp)
         kill_point("checkpoint_rename")
         final = run_dir / name
@@ -98,23 +100,72 @@ def _check_name(name: str) -> None:
                          f"with '.' and not {LATEST!r}")
 
 
-def _safetensors_bytes(policy_state: Mapping[str, Any]) -> bytes:
+def _cpu_tensors(policy_state: Mapping[str, Any]) -> dict[str, Any]:
+    """The tensors as ``policy.safetensors`` holds them: detached, on the CPU, contiguous.
+
+    A tensor is copied only where it shares memory with another (safetensors refuses those), not
+    every one: copying them all held a second copy of the weights while saving.
+    """
     import torch
-    from safetensors.torch import save
 
     tensors = {}
     for key, value in policy_state.items():
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"policy_state[{key!r}] is a {type(value).__name__}, not a tensor")
-        tensors[key] = value.detach().to("cpu").contiguous().clone()  # clone: no shared storage
-    return save(tensors)
+        tensors[key] = value.detach().to("cpu").contiguous()
+    owners = Counter(t.untyped_storage().data_ptr() for t in tensors.values())
+    for key, tensor in tensors.items():
+        ptr = tensor.untyped_storage().data_ptr()
+        if ptr and owners[ptr] > 1:
+            tensors[key] = tensor.clone()
+    return tensors
+
+
+def _write_safetensors(path: Path, tensors: dict[str, Any]) -> None:
+    """Stream ``tensors`` to ``path``: the bytes ``safetensors.torch.save`` returns, never held whole."""
+    from safetensors.torch import save_file
+
+    save_file(tensors, path)
+
+
+def _write_torch(path: Path, value: Any) -> None:
+    """``torch.save`` into a file object: the bytes it writes into an ``io.BytesIO``, never held whole
+    (given a path, it would name the archive's folder after the file)."""
+    import torch
+
+    with open(path, "xb") as f:
+        torch.save(value, f)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+
+
+def _sync_and_describe(path: Path) -> dict[str, Any]:
+    """fsync ``path`` and return what meta.json records of it: its size and the sha256 of the bytes
+    read back from it, a chunk at a time."""
+    digest, size, chunk = hashlib.sha256(), 0, memoryview(bytearray(_CHUNK))
+    with open(path, "r+b") as f:
+        os.fsync(f.fileno())
+        while n := f.readinto(chunk):
+            digest.update(chunk[:n])
+            size += n
+    return {"bytes": size, "sha256": digest.hexdigest()}
 
 
 def _json_bytes(value: Any, what: str) -> bytes:
+    """``value`` as the JSON file holds it, refused unless it reads back as loading reads it: keys
+    made str could meet (``{1: 0, "1": 0}``), a key given twice, which loading refuses."""
     try:
-        return json.dumps(value, indent=2, default=_json_default).encode()
+        data = json.dumps(value, indent=2, default=_json_default).encode()
     except (TypeError, ValueError) as exc:
         raise TypeError(f"checkpoint {what}: {exc}") from None
+    try:
+        _json_loads(data)
+    except ValueError as exc:
+        raise TypeError(f"checkpoint {what}: {exc} once its keys are made str; it would not load") from None
+    return data
 
 
 def _write_synced(path: Path, data: bytes) -> None:
@@ -136,13 +187,19 @@ def _fsync_dir(path: Path) -> None:
 
 def _move_into_place(tmp: Path, final: Path) -> None:
     """Rename ``tmp`` to ``final``, replacing an existing ``final`` (e.g. one written after the
-    last ``latest`` update by a run that was killed and resumed)."""
+    last ``latest`` update by a run that was killed and resumed); should that rename fail, the old
+    ``final`` is put back (it was left under a dot name, which a resume deletes, ``latest``
+    perhaps naming it)."""
     if not final.exists():
         os.rename(tmp, final)
         return
     trash = final.parent / f"{TMP_PREFIX}old-{final.name}-{os.getpid()}-{secrets.token_hex(4)}"
     os.rename(final, trash)
-    os.rename(tmp, final)
+    try:
+        os.rename(tmp, final)
+    except BaseException:
+        os.rename(trash, final)
+        raise
     shutil.rmtree(trash, ignore_errors=True)
 
 

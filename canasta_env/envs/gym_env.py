@@ -138,7 +138,7 @@ def _episode_options(options: dict[str, Any] | None, fn: str, core: LearnerBatch
         warnings.warn(f"reset options must be a dict, got {type(options).__name__}; ignored",
                       stacklevel=3)
         return None, None
-    unknown = sorted(set(options) - set(RESET_OPTIONS))
+    unknown = sorted(set(options) - set(RESET_OPTIONS), key=repr)  # keys of mixed types (1, "x") sort
     if unknown:
         warnings.warn(f"unknown reset options {unknown} ignored; known: {list(RESET_OPTIONS)}",
                       stacklevel=3)

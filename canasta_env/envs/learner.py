@@ -95,14 +95,15 @@ def env_actions(actions: object, n: int, fn: str) -> npt.NDArray[np.int64]:
 
 def deal_option(deal: object, fn: str) -> DealId | ExplicitDeal | None:
     """The ``deal`` reset option: ``None``, an ExplicitDeal, or a DealId whose fields are checked
-    here, naming the option (a ``(seed, row, index)`` tuple is taken as one)."""
+    here, naming the option (a ``(seed, row, index)`` tuple, list or array of shape (3,) is taken as
+    one; a 0-d array raised ``TypeError: len() of unsized object``)."""
     if deal is None or isinstance(deal, ExplicitDeal):
         return deal
-    items = tuple(deal) if isinstance(deal, (tuple, list, np.ndarray)) and len(deal) == 3 else None
-    if items is None:
-        raise ValueError(f"{fn}: option 'deal' must be a DealId (seed, row, index) or an "
-                         f"ExplicitDeal, got {short_repr(deal)}")
-    return _check_deal_id(DealId(*items), fn, "deal")
+    if (isinstance(deal, np.ndarray) and deal.shape == (3,)
+            or isinstance(deal, (tuple, list)) and len(deal) == 3):
+        return _check_deal_id(DealId(*deal), fn, "deal")
+    raise ValueError(f"{fn}: option 'deal' must be a DealId (seed, row, index) or an ExplicitDeal, "
+                     f"got {short_repr(deal)}")
 
 
 def vector_env_bytes(rules: RuleSet, episode: str, num_envs: int) -> int:

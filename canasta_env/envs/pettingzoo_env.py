@@ -20,6 +20,7 @@ import numpy.typing as npt
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.env import AECIterable
 
 from canasta_env.engine import (
     ACTION_NAMES,
@@ -49,11 +50,31 @@ def env(rules: Any = "classic_4p", **options: Any) -> AECEnv:
     """``raw_env`` behind PettingZoo's standard wrappers: an illegal move ends the game with -1
     for the offender; calls must follow the AEC order. An action that is not an integer in
     ``[0, NUM_ACTIONS)`` (``None`` only once the agent is done) is refused with a one-line
-    ``ValueError`` naming it (``CheckedActionWrapper``) before the other wrappers see it."""
+    ``ValueError`` naming it (``CheckedActionWrapper``) before the other wrappers see it; ``last()``
+    once every agent is done and ``state()`` are refused in one line (``CheckedOrderWrapper``)."""
     aec: AECEnv = raw_env(rules, **options)
     aec = wrappers.TerminateIllegalWrapper(aec, illegal_reward=-1)
     aec = wrappers.AssertOutOfBoundsWrapper(aec)
-    return wrappers.OrderEnforcingWrapper(CheckedActionWrapper(aec))
+    return CheckedOrderWrapper(CheckedActionWrapper(aec))
+
+
+class CheckedOrderWrapper(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` with ``last()`` the raw env's checked one (the
+    wrapper's own is ``AECEnv.last``, which looked the removed agent up: a ``KeyError``) and
+    ``state()`` refused as PettingZoo refuses a global state an env lacks (it called the raw env's
+    ``state`` attribute, the engine's ``State``: ``TypeError: 'State' object is not callable``)."""
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._has_reset:  # before it, PettingZoo's "agent_selection cannot be accessed before reset"
+            self.unwrapped.check_not_over("last")
+        return super().last(observe)
+
+    def state(self) -> npt.NDArray[Any]:
+        raise NotImplementedError("canasta_v0 has no global state() (PettingZoo's optional API); the "
+                                  "engine's State is env.unwrapped.state")
+
+    def __str__(self) -> str:
+        return str(self.env)
 
 
 class CheckedActionWrapper(wrappers.BaseWrapper):
@@ -187,8 +208,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _state(self) -> State:
         if self.state is None:
-            raise RuntimeError("reset() must be called first")
+            raise RuntimeError("canasta_v0: reset() must be called first")
         return self.state
+
+    def agent_iter(self, max_iter: int = 2**63) -> AECIterable:
+        """PettingZoo's ``agent_iter()``, refused in one line before ``reset()`` (and after
+        ``close()``): it raised ``AttributeError: 'raw_env' object has no attribute 'agents'``."""
+        self._state()
+        return super().agent_iter(max_iter)
 
     def _mover(self) -> int | None:
         """The seat to move, or None once the episode is over."""
@@ -208,6 +235,20 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = self._mover()
         for a in self.agents:
             self.infos[a] = {"action_mask": self._mask(a, mover)}
+
+    def check_not_over(self, fn: str) -> None:
+        """``ValueError`` naming ``fn`` once every agent has been stepped out with ``None`` (``agents``
+        empty): the selected agent's reward, flags and info are gone, so there is nothing to report."""
+        self._state()
+        if self.agent_selection not in self._cumulative_rewards:
+            raise ValueError(f"canasta_v0 {fn}: every agent is done; call reset() first")
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last()``; once every agent is done (the loop over ``agent_iter()`` has
+        ended) a one-line ``ValueError``: ``AECEnv.last`` raised ``KeyError: 'player_0'``. Each
+        agent's final reward is the one ``last()`` gave it before its ``step(None)``."""
+        self.check_not_over("last")
+        return super().last(observe)
 
     def observe(self, agent: str) -> dict[str, npt.NDArray[Any]]:
         seat = self._seat(agent, "observe")

@@ -17,6 +17,7 @@ MAX_BATCH = 1 << 24  # games stepped together: far beyond any machine's memory b
 
 
 MAX_STAGGER = 10_000  # warm-up steps: about 60 hands, far past desynchronised (a hand is 133-165)
+MAX_WARM_UP = 1 << 30  # untimed warm-up decisions of one measurement, per thread: 20-30 minutes
 
 
 def _positive_int(text: str) -> int:
@@ -55,7 +56,8 @@ class BenchOptions:
     seconds: float = opt(3.0, "timed seconds per measurement, after an untimed warm-up step",
                          type=_positive_float)
     stagger: int = opt(DEFAULT_STAGGER, "untimed warm-up steps that desynchronise the rows' hands, 0 for "
-                       "none", type=_nonnegative_int, metavar="STEPS")
+                       f"none; at most {MAX_STAGGER:,}, and --batch x --stagger at most {MAX_WARM_UP:,} "
+                       "per --threads", type=_nonnegative_int, metavar="STEPS")
     seed: int = opt(0, "deal and agent seed")
     threads: int = opt(1, "engine threads (State.threads): the kernels split a large batch over this "
                        "many cores; --api engine only", type=_positive_int, metavar="N")
@@ -103,6 +105,9 @@ def _run_env_api(args: argparse.Namespace) -> int:
         batches = [1]
     else:
         batches = args.batch or [DEFAULT_VEC_BATCH]
+        if args.seed + max(batches) > 2**64:  # CanastaVecEnv.seed refused it, naming itself, mid-run
+            raise ValueError(f"--seed {args.seed}: env i of --batch {max(batches)} plays seed --seed + i, "
+                             f"past 2**64 - 1; want --seed at most {2**64 - max(batches)}")
     if args.json:
         def emit(res: EnvResult) -> None:
             print(_json_line(res), flush=True)
@@ -149,7 +154,45 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except MemoryError:  # past the engine's estimate, e.g. under a ulimit: one line, not a traceback
         sizes = " ".join(map(str, args.batch or [])) or "(default sizes)"
-        raise ValueError(f"--batch {sizes}: out of memory; use a smaller batch") from None
+        raise ValueError(f"--batch {sizes}: out of memory; use a smaller --batch") from None
+
+
+def _check_batch_memory(args: argparse.Namespace) -> None:
+    """Refuse, naming ``--batch`` and the bound, a batch size that cannot fit in the memory left,
+    before any measurement: the engine's own refusal names neither, and came only when that batch's
+    turn arrived, after the smaller sizes had run."""
+    api = getattr(args, "api", "engine")
+    if api not in ("engine", "vec"):
+        return
+    from train.bench.engine import batch_limit
+
+    batches = args.batch or (list(DEFAULT_BATCHES) if api == "engine" else [DEFAULT_VEC_BATCH])
+    limit = batch_limit(args.rules, api)
+    if limit is None:
+        return
+    most, rules, left = limit
+    for size in batches:
+        if size > most:
+            what = "games" if api == "engine" else "envs"
+            raise ValueError(f"--batch {size}: at most {most:,} {rules} {what} fit in the memory left "
+                             f"({left / 2**30:.1f} GiB); use a smaller --batch")
+
+
+def _check_warm_up(args: argparse.Namespace) -> None:
+    """Refuse, naming ``--batch`` and ``--stagger``, a warm-up past ``MAX_WARM_UP`` decisions a thread:
+    it is untimed and silent, and grows with their product (``--batch 16777216`` at the default
+    stagger took hours before its first timed step). A ``vec`` learner step counts as 4 decisions,
+    as its warm-up of ``stagger``/4 steps stands for the engine's ``stagger``."""
+    api = getattr(args, "api", "engine")
+    if api not in ("engine", "vec") or not args.batch:
+        return
+    size = max(args.batch)
+    work = size * args.stagger if api == "engine" else size * (1 + args.stagger // 4) * 4
+    bound = MAX_WARM_UP * (args.threads if api == "engine" else 1)
+    if work > bound:
+        per = f" ({args.threads} threads)" if args.threads > 1 else ""
+        raise ValueError(f"--batch {size} x --stagger {args.stagger}: {work:,} untimed warm-up decisions, "
+                         f"past the {bound:,} allowed{per}; lower --stagger or --batch")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -168,6 +211,8 @@ def _run(args: argparse.Namespace) -> int:
         from canasta_env.rules import preset_names
 
         args.rules = [r for r in args.rules if r != "all"] + preset_names()
+    _check_warm_up(args)
+    _check_batch_memory(args)
     if getattr(args, "api", "engine") != "engine":
         return _run_env_api(args)
     if args.batch is None:

@@ -172,12 +172,14 @@ class CrossplayResult:
     def save(self, out: str | Path, plots: bool = True) -> list[Path]:
         """crossplay.csv (a row per cell), crossplay_summary.csv, crossplay.json and the heatmap
         crossplay.png (``OUTPUT_NAMES``) into ``out``, replacing files of those names; returns the paths
-        written. All or none: each is written to a temporary file first and none replaces its file
-        until all are written (a failed plot or a full disk under ``--force`` left this run's tables
-        beside the last run's heatmap). ``canasta crossplay --out`` checks them before any game and
-        keeps an earlier run's unless ``--force``."""
+        written. All or none (``replace_files``): none replaces its file until all are written (a
+        failed plot or a full disk under ``--force`` left this run's tables beside the last run's
+        heatmap), and a replace that fails puts back the files replaced before it. ``canasta crossplay
+        --out`` checks them before any game and keeps an earlier run's unless ``--force``."""
         import csv
         import json
+
+        from train.common.outputs import replace_files
 
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -194,7 +196,7 @@ class CrossplayResult:
         writers = [table(("p1", "p2", *CELL_COLUMNS), self.cells), table(SUMMARY_COLUMNS, self.summary()),
                    lambda path: path.write_text(text, encoding="utf-8"), self.plot][:4 if plots else 3]
         written = [folder / name for name in OUTPUT_NAMES[:len(writers)]]
-        _replace_all(list(zip(written, writers, strict=True)))
+        replace_files(list(zip(written, writers, strict=True)))
         return written
 
     def plot(self, path: str | Path) -> Path:
@@ -330,24 +332,6 @@ def _play_pair(rules: RuleSet, roster: list[Any], plan: Plan, deal_source: Any, 
     cell["went_out"] = float(np.mean(hands["went_out_side"] == own_side))
     cell["truncated"] = int(hands["truncated"].sum())
     return cell, (pair.wins + 0.5 * pair.ties) / pair.games, pair.margin_sum / pair.games
-
-
-def _replace_all(files: list[tuple[Path, Any]]) -> None:
-    """Write every file of ``files`` (path, a function that fills the path it is given) to a temporary
-    file beside it, then, once all are written, put each in place (``replace_file``, nested): a
-    failed write leaves every file as it was; only a failed rename, after the others, would leave
-    some replaced."""
-    from train.common.outputs import replace_file
-
-    if not files:
-        return
-    (path, write), rest = files[0], files[1:]
-
-    def write_then_the_rest(tmp: Path) -> None:
-        write(tmp)
-        _replace_all(rest)
-
-    replace_file(path, write_then_the_rest)
 
 
 def _plain(x: Any) -> Any:

@@ -4,22 +4,22 @@ append-only hand log of finished units, reloaded on resume."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy.typing as npt
 
 from canasta_env.messages import short_repr
-from train.common.outputs import replace_file, write_atomic
+from train.common.outputs import replace_file
 from train.evaluation.hand_table import hand_columns, labelled
 
 FORMAT = "canasta-tournament"
+MAX_CONFIG_BYTES = 64 << 20  # tournament.json: its rules, entrants and specs are a few kB
 DAMAGED = "the hand log is damaged: restore it, or delete hands.csv to replay every hand"
 
 
@@ -64,8 +64,13 @@ class HandLog:
                 raise ValueError(f"{out} holds {', '.join(taken)} but no tournament.json, so they are "
                                  "not a tournament's to resume or replace; use a new --out folder")
         if cfg_path.exists():
+            with cfg_path.open("rb") as f:
+                raw = f.read(MAX_CONFIG_BYTES + 1)
+            if len(raw) > MAX_CONFIG_BYTES:
+                raise ValueError(f"{cfg_path}: larger than {MAX_CONFIG_BYTES} bytes, so not a tournament's "
+                                 "settings; use a new --out folder")
             try:
-                found = json.loads(cfg_path.read_text(encoding="utf-8"))
+                found = json.loads(raw.decode("utf-8"))
             except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, nesting too deep
                 raise ValueError(f"{cfg_path}: not valid JSON ({short_repr(str(e), 120)}); use a new "
                                  "--out folder") from None
@@ -80,43 +85,55 @@ class HandLog:
         else:
             cfg_path.write_text(json.dumps(wanted, indent=2))
 
-    def load(self) -> tuple[list[int], list[list[str]]]:
+    def load(self, most: int | None = None) -> tuple[list[int], list[list[str]]]:
         """The log's rows and their line numbers (a torn last line from an interruption is dropped,
-        blank lines skipped); a header that is not the log's, or a row that does not fill its
-        columns, is a ``ValueError`` naming ``hands.csv:LINE``."""
+        blank lines skipped), read a line at a time: a header that is not the log's, a row that does
+        not fill its columns, a line that is not CSV, not UTF-8 or longer than a row of this
+        tournament can be is a ``ValueError`` naming ``hands.csv:LINE``. With ``most`` (the
+        tournament's number of hands) reading stops after ``most + 1`` rows: a log that long is
+        damaged, and the caller refuses it at its rows, so a huge file is never held whole."""
         if not self.path.exists():
             return [], []
-        raw = self.path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = raw.count(b"\n", 0, e.start) + 1
-            raise ValueError(f"{self.path}: not UTF-8 text (line {line}), so not a tournament hand "
-                             "log") from None
-        lines = [part + "\n" for part in text.split("\n")[:-1]]  # the last part: "" or a torn line
-        reader = csv.reader(lines)
-        header = next(reader, None)
-        if header is not None and header != self.columns:
-            raise ValueError(f"{self.path}:1: columns {short_repr(header, 200)} are not a tournament "
-                             "hand log")
-        numbers, rows = [], []
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(self.columns):
-                raise ValueError(f"{self.path}:{reader.line_num}: {len(row)} fields, want "
-                                 f"{len(self.columns)} (the columns of its header); {DAMAGED}")
-            numbers.append(reader.line_num)
-            rows.append(row)
+        numbers: list[int] = []
+        rows: list[list[str]] = []
+        with self.path.open("rb") as f:
+            reader = csv.reader(_text_lines(self.path, f, self._longest_line()))
+            try:
+                header = next(reader, None)
+                if header is not None and header != self.columns:
+                    raise ValueError(f"{self.path}:1: columns {short_repr(header, 200)} are not a tournament "
+                                     "hand log")
+                for row in reader:
+                    if not row:
+                        continue
+                    if len(row) != len(self.columns):
+                        raise ValueError(f"{self.path}:{reader.line_num}: {len(row)} fields, want "
+                                         f"{len(self.columns)} (the columns of its header); {DAMAGED}")
+                    numbers.append(reader.line_num)
+                    rows.append(row)
+                    if most is not None and len(rows) > most:
+                        break
+            except csv.Error as e:  # a lone carriage return, a field past csv's field size limit
+                why = str(e).split(" - ")[0][:120]  # without its advice to open the file otherwise
+                raise ValueError(f"{self.path}:{reader.line_num}: not a CSV row ({why}); {DAMAGED}") from None
         return numbers, rows
 
+    def _longest_line(self) -> int:
+        """The most bytes a line of this log can hold: its numbers, and agent labels (in ``seats``
+        and each side's entrant, at most one label a column) quoted by csv, each quote doubled."""
+        label = max((len(x.encode("utf-8")) for x in self.labels), default=0)
+        return (1 << 16) + len(self.columns) * (2 * label + 3)
+
     def rewrite(self, rows: list[list[str]]) -> None:
-        """Keep only ``rows`` (complete units) before appending more."""
-        text = io.StringIO(newline="")
-        writer = csv.writer(text)
-        writer.writerow(self.columns)
-        writer.writerows(rows)
-        write_atomic(self.path, text.getvalue().encode("utf-8"))
+        """Keep only ``rows`` (complete units) before appending more; written a row at a time, not
+        built in memory first (a long tournament's log is gigabytes)."""
+        def write(tmp: Path) -> None:
+            with tmp.open("w", newline="", encoding="utf-8") as f:
+                writer = csv.writer(f)
+                writer.writerow(self.columns)
+                writer.writerows(rows)
+
+        replace_file(self.path, write)
 
     def keep_records(self, games: dict[tuple[int, int], int]) -> tuple[set[tuple[int, int]], list[int]]:
         """Cut the game records back to those of the finished units ``games`` (unit -> its number
@@ -163,6 +180,27 @@ class HandLog:
             writer.writerows(zip(*(named[c] for c in self.columns), strict=True))
             f.flush()
             os.fsync(f.fileno())
+
+
+def _text_lines(path: Path, f: BinaryIO, longest: int) -> Iterator[str]:
+    """The lines of the open file ``f`` (``path``) as text with their newline, one at a time; a torn
+    last line (no newline: an interrupted write, maybe inside a character) left out. A line over
+    ``longest`` bytes, or not UTF-8, is a ``ValueError`` naming the line: a file of junk without a
+    newline is never read whole."""
+    for n, line in enumerate(iter(lambda: f.readline(longest + 1), b""), start=1):
+        torn = not line.endswith(b"\n")
+        if torn and len(line) > longest:
+            raise ValueError(f"{path}:{n}: a line longer than {longest} bytes, more than a row of this "
+                             f"tournament holds; {DAMAGED}")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if torn and e.end == len(line) and e.reason == "unexpected end of data":
+                return
+            raise ValueError(f"{path}: not UTF-8 text (line {n}), so not a tournament hand log") from None
+        if torn:
+            return
+        yield text
 
 
 def _lines(path: Path) -> Iterator[bytes | None]:

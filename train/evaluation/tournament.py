@@ -293,8 +293,8 @@ def _finished_units(log: HandLog | None, layout: Layout, records: bool
     or out of place is a ``ValueError`` naming ``hands.csv:LINE``."""
     if log is None:
         return {}, {}
-    lines, rows = log.load()
     plan = layout.plan
+    lines, rows = log.load(most=sum(d.size for _, d in layout.units) * plan.games_per_deal)
     logged = parse_rows(log.path, lines, rows, columns=log.columns, plan=plan, labels=layout.labels,
                         players=layout.rules.num_players, refs=layout.refs) if rows else {}
     deals = {(m, int(d[0]) // DEALS_PER_UNIT): d for m, d in layout.units}
