@@ -521,15 +521,18 @@ def _params_of_rules(state: State, fn: str) -> npt.NDArray[np.int32]:
 
 def available_memory() -> int | None:
     """Bytes this process can still allocate: ``MemAvailable`` from ``/proc/meminfo`` (capped by a
-    cgroup v2 limit when one is set), else free physical pages; ``None`` when unknown."""
+    cgroup v2 limit and by an address-space limit, ``ulimit -v``, when one is set), else free
+    physical pages; ``None`` when unknown."""
     avail = _meminfo_available()
     if avail is None:
         try:
             avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (ValueError, OSError, AttributeError):
             return None
-    limit = _cgroup_available()
-    return avail if limit is None else min(avail, limit)
+    for limit in (_cgroup_available(), _address_space_left()):
+        if limit is not None:
+            avail = min(avail, limit)
+    return avail
 
 
 def _meminfo_available() -> int | None:
@@ -541,6 +544,22 @@ def _meminfo_available() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _address_space_left() -> int | None:
+    """An address-space limit (``ulimit -v``) less what this process has mapped already; ``None``
+    without one. Physical memory alone passed a batch that then failed to allocate under it."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            return None
+        with open("/proc/self/status", encoding="ascii") as f:
+            mapped = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    except (ImportError, OSError, ValueError, IndexError, StopIteration):
+        return None
+    return max(soft - mapped, 0)
 
 
 def _cgroup_available() -> int | None:

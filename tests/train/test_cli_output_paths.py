@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from train.bench import engine as bench_engine
+from canasta_env.engine import core
 from train.cli import bench
 from train.evaluation import rule_exploit
 
@@ -52,7 +52,7 @@ def test_bench_out_of_memory_is_one_line(cli_here: Cli, monkeypatch: pytest.Monk
         raise MemoryError
 
     monkeypatch.setattr(bench, "run_env_bench", starved)
-    monkeypatch.setattr(bench_engine, "memory_left", lambda: None)  # past bench's own estimate
+    monkeypatch.setattr(core, "available_memory", lambda: None)  # past bench's own estimate
     status, err = cli_here("bench", "--api", "vec", "--batch", "2000000", "--rules", "classic_2p", "--json")
     assert status == 2 and err.count("\n") == 1 and "--batch 2000000: out of memory" in err, err
 

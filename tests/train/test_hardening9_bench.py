@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from canasta_env.engine import core
 from train.bench import engine
 from train.cli import bench
 
@@ -47,7 +48,7 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
 @pytest.mark.parametrize("api", ["engine", "vec"])
 def test_a_batch_past_the_memory_left_names_batch_and_the_bound_before_measuring(
         cli_here: Cli, monkeypatch: pytest.MonkeyPatch, measured: list[list[int]], api: str) -> None:
-    monkeypatch.setattr(engine, "memory_left", lambda: GIB)
+    monkeypatch.setattr(core, "available_memory", lambda: GIB)
     most = GIB // _per_game("classic_2p", api)
     status, err = cli_here("bench", "--api", api, "--batch", "1", str(most + 1), "--rules", "classic_2p",
                            "--stagger", "0", "--json")
@@ -61,31 +62,31 @@ def test_a_batch_past_the_memory_left_names_batch_and_the_bound_before_measuring
 
 def test_the_bound_is_the_tightest_rule_set_and_unknown_memory_refuses_nothing(
         cli_here: Cli, monkeypatch: pytest.MonkeyPatch, measured: list[list[int]]) -> None:
-    monkeypatch.setattr(engine, "memory_left", lambda: GIB)
+    monkeypatch.setattr(core, "available_memory", lambda: GIB)
     widest = max(("classic_2p", "railroad_4p"), key=_per_game)
     most = GIB // _per_game(widest)
     status, err = cli_here("bench", "--batch", str(most + 1), "--rules", "classic_2p", "railroad_4p",
                            "--stagger", "0", "--json")
     assert status == 2 and f"at most {most:,} {widest} games" in err, err
-    monkeypatch.setattr(engine, "memory_left", lambda: None)
+    monkeypatch.setattr(core, "available_memory", lambda: None)
     status, err = cli_here("bench", "--batch", str(most + 1), "--rules", "classic_2p", "railroad_4p",
                            "--stagger", "0", "--json")
     assert status == 0 and measured == [[most + 1]], err
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc/self/status")
-def test_memory_left_counts_an_address_space_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_available_memory_counts_an_address_space_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     import resource
-
-    from canasta_env.engine.core import available_memory
 
     mapped = next(int(line.split()[1]) * 1024 for line in Path("/proc/self/status").read_text().splitlines()
                   if line.startswith("VmSize:"))
     monkeypatch.setattr(resource, "getrlimit", lambda what: (mapped + GIB, resource.RLIM_INFINITY))
-    left = engine.memory_left()
+    left = core.available_memory()
     assert left is not None and 0 < left <= GIB
     monkeypatch.setattr(resource, "getrlimit", lambda what: (resource.RLIM_INFINITY,) * 2)
-    unlimited, avail = engine.memory_left(), available_memory()
+    unlimited = core.available_memory()
+    monkeypatch.setattr(core, "_address_space_left", lambda: None)
+    avail = core.available_memory()
     assert unlimited is not None and avail is not None and abs(unlimited - avail) < 256 * 2**20
 
 
@@ -112,7 +113,7 @@ def test_a_warm_up_of_hours_is_refused_naming_batch_and_stagger(
         api: str, fits: int, too_many: int) -> None:
     """``--batch 16777216`` at the default ``--stagger 512``: about 8.6e9 untimed decisions (hours)
     before the first timed step, with nothing printed under ``--json``."""
-    monkeypatch.setattr(engine, "memory_left", lambda: None)
+    monkeypatch.setattr(core, "available_memory", lambda: None)
     status, err = cli_here("bench", "--api", api, "--batch", str(too_many), "--rules", "classic_2p", "--json")
     assert status == 2 and err.count("\n") == 1, err
     assert f"--batch {too_many} x --stagger 512:" in err and "lower --stagger or --batch" in err, err
@@ -136,3 +137,24 @@ def test_a_vec_seed_whose_envs_pass_2_64_names_seed_before_measuring(
     status, err = cli_here("bench", "--api", "vec", "--batch", "1", "4", "--seed", str(top), "--rules",
                            "classic_2p", "--json")
     assert status == 0 and measured == [[1, 4]], err
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc/self/status")
+def test_under_ulimit_v_the_engine_refuses_a_batch_before_allocating_it() -> None:
+    """The library's own check: a ``MemoryError`` from numpy, not the one-line refusal, under a limit."""
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+            "from canasta_env.engine import init\n"
+            "try:\n"
+            "    init('classic_2p', int(sys.argv[1]))\n"
+            "except ValueError as e:\n"
+            "    sys.exit(str(e))\n")
+
+    def run(batch: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, batch], capture_output=True, text=True,
+                              timeout=300)
+
+    proc = run("4000000")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("init: a batch of 4,000,000 classic_2p games needs"), proc.stderr
+    assert run("2").returncode == 0

@@ -191,42 +191,17 @@ LOOP_BYTES = 96  # per game, besides the engine batch: step results, actions, dr
 VEC_LOOP_BYTES = 1536  # per env, besides the vector env: a step's info dicts and copies (1.2 KB measured)
 
 
-def memory_left() -> int | None:
-    """Bytes this process may still allocate: the engine's ``available_memory`` (physical memory, a
-    cgroup limit), capped by an address-space limit (``ulimit -v``) less what is mapped already, which
-    the engine does not read; None when neither is known."""
-    from canasta_env.engine.core import available_memory
-
-    avail = available_memory()
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        infinite = resource.RLIM_INFINITY
-    except (ImportError, OSError, ValueError):
-        return avail
-    if soft == infinite or soft <= 0:
-        return avail
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            mapped = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return avail
-    left = max(soft - mapped, 0)
-    return left if avail is None else min(avail, left)
-
-
 def batch_limit(rules_list: list[str], api: str = "engine") -> tuple[int, str, int] | None:
     """The most games (``api`` ``engine``) or envs (``vec``) one measurement of every rule set in
     ``rules_list`` can take in the memory left now, the rule set that binds, and the bytes left; None
     when the memory left is unknown. Computed from the engine's own estimates (``batch_bytes``,
     ``vector_env_bytes``) before anything is allocated, so a caller can refuse a batch by its name
     instead of failing part way through the measurements."""
-    from canasta_env.engine.core import batch_bytes
+    from canasta_env.engine import core
     from canasta_env.engine.layout import pack_params
     from canasta_env.rules import load_rules
 
-    left = memory_left()
+    left = core.available_memory()
     if left is None:
         return None
     worst = ("", 1)
@@ -237,7 +212,7 @@ def batch_limit(rules_list: list[str], api: str = "engine") -> tuple[int, str, i
 
             per_game = vector_env_bytes(rules, "hand", 1) + VEC_LOOP_BYTES
         else:
-            per_game = batch_bytes(pack_params(rules, "hand"), 1, LOOP_BYTES)
+            per_game = core.batch_bytes(pack_params(rules, "hand"), 1, LOOP_BYTES)
         if per_game > worst[1]:
             worst = (spec, per_game)
     return left // worst[1], worst[0], left
