@@ -110,6 +110,7 @@ class RuleSet:
     tie_rule: str = "extra_hand"  # C33
     max_hands: int = 100  # C33 guard, reported as truncation
     max_steps_per_hand: int = 4000  # C31 guard, reported as truncation
+    observe_discards: bool = False  # not a rule: each seat's discards this hand join the observation
 
     def __post_init__(self) -> None:
         _validate(self, "<RuleSet>")
@@ -234,7 +235,7 @@ _OPTIONAL_INT_RANGES: dict[str, tuple[int, int]] = {
 _BOOLS = (
     "wild_le_naturals", "allow_wild_on_natural_canasta", "go_out_needs_discard", "ask_partner",
     "concealed_requires_minimum", "pile_take_requires_opened_side", "forbid_single_card_pile_take",
-    "pile_take_with_wild",
+    "pile_take_with_wild", "observe_discards",
 )
 
 

@@ -116,7 +116,8 @@ def describe(state: State, row: int = 0) -> dict[str, Any]:
     ``scenario``): every card where it lies (the whole stock as ``stock_top``), scores, opened
     sides, melded seats and the turn so far. Not described: what the row remembers of play (the
     deal address, decision and hand counters, the last hand's score, the cards known to come from
-    the pile, the meld actions and ask of this turn, whether the mover melded before this turn)."""
+    the pile, each seat's discards this hand, the meld actions and ask of this turn, whether the
+    mover melded before this turn)."""
     data, prm = state.data[row], state.params
     phase = PHASE_NAMES[int(data[F_PHASE])]
     if phase not in ("draw", "meld", "final_meld") or data[F_STATUS] != ST_LIVE:

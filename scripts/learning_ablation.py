@@ -41,7 +41,21 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "lr_1e4": ("learning rate 1e-4", {"learning_rate": 1e-4}),
     "big_batch": ("minibatch 8192 (4 per rollout, not 16)", {"batch_size": 8192}),
     "win_loss": ("reward +1/0/-1 per hand instead of the scaled margin", {"reward_mode": "win_loss"}),
+    "discards": ("each seat's discards this hand in the observation (rules option observe_discards)",
+                 {"observe_discards": True}),
 }
+
+
+def rules_with_discards(spec: str, out: Path) -> Path:
+    """A rules file beside the runs: ``spec`` with ``observe_discards`` on (an option of the rules,
+    so the run, its evaluations and its checkpoint all see the same observation)."""
+    import yaml
+
+    from canasta_env.rules import load_rules
+
+    path = out / f"{Path(spec).stem}_discards.yaml"
+    path.write_text(yaml.safe_dump(load_rules(spec, observe_discards=True).to_dict(), sort_keys=False))
+    return path
 
 
 def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace) -> Path:
@@ -55,6 +69,8 @@ def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace
                "eval_every": args.eval_every, "eval_deals": args.eval_deals, "eval_deal_set": "v1",
                "eval_opponents": [args.opponent], "checkpoint_every": args.steps, "seed": args.seed,
                "progress": False, "run_dir": str(run_dir), **overrides}
+    if options.pop("observe_discards", False):
+        options["rules"] = str(rules_with_discards(args.rules, Path(args.out)))
     if args.init_from:
         options["init_from"] = args.init_from
     command = [sys.executable, "-m", "train.cli", "train", "--overwrite"]
@@ -136,8 +152,8 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     curves = {}
     for name in args.variants:
-        if args.init_from and "net_arch" in VARIANTS[name][1]:
-            print(f"{name}: skipped (a warm start keeps the network of --init-from)")
+        if args.init_from and {"net_arch", "observe_discards"} & set(VARIANTS[name][1]):
+            print(f"{name}: skipped (a warm start keeps the network and observation of --init-from)")
             continue
         curves[name] = read_curve(train_variant(name, VARIANTS[name][1], args), args.opponent)
     write_outputs(curves, args)

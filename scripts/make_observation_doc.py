@@ -23,6 +23,12 @@ points, percent), repeated over the piece's elements (`observation.divisors`, wh
 divides by). The card pieces divide by the largest count of any one kind in the deck (8 with two
 packs), which the meaning column calls the deck count; the credit left (in `turn`) by that times
 the number of kinds, clipped at 1. The value melded is a ratio to the minimum, read as a percent.
+
+The rules option `observe_discards` (not a rule of the game, off in every preset and in every
+shipped checkpoint) appends one piece, `discards`: the cards each seat has discarded this hand,
+own seat first, whether or not they still lie in the pile (the pile's contents alone do not say who
+threw what). A player at a table remembers it; a memoryless net sees it only this way. Its last
+section shows it at two players.
 """
 
 
@@ -30,6 +36,8 @@ def text() -> str:
     parts = [HEADER]
     for preset in PRESETS:
         parts.append(f"\n## {preset}\n\n" + describe(pack_params(load_rules(preset))))
+    parts.append("\n## classic_2p with observe_discards\n\n"
+                 + describe(pack_params(load_rules("classic_2p", observe_discards=True))))
     return "".join(parts)
 
 

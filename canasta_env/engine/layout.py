@@ -112,7 +112,9 @@ P_NOWNERS = 66  # meld owners: the sides (C14), or the players under meld_owners
 # variant options (R1-R8, P1-P6); P_CAP > 0 switches on capped melds with the four canasta kinds
 (P_CAP, P_WILD_BONUS, P_SEVENS_BONUS, P_TAKE_WILD, P_B3_MAX, P_GO_DISCARD, P_SEVEN_RULE,
  P_RES_SIZE, P_RES_PICKUP, O_RESERVE, O_RESSTATE, O_CLOSED, O_CKINDS, O_CJOK, O_CTWO) = range(67, 82)
-NUM_PARAMS = 82
+O_DISCARDS = 82
+P_OBS_DISCARDS = 83  # observe_discards: each seat's discards this hand join the observation
+NUM_PARAMS = 84
 NUM_PARTS = 5  # score parts per side (C32): melded cards, canasta bonuses, red threes, going out, hand
 PART_NAMES = ("melds", "canastas", "red_threes", "going_out", "hand")
 PART_MELDS, PART_CANASTAS, PART_RED_THREES, PART_GOING_OUT, PART_HAND = range(NUM_PARTS)
@@ -146,6 +148,7 @@ ROW_BLOCKS: tuple[tuple[int, str, int | str], ...] = (
     (O_CKINDS, "owners", NUM_CANASTA_KINDS),  # the same by canasta kind (K_*)
     (O_CJOK, "owners", NUM_SLOTS),  # jokers in those closed canastas
     (O_CTWO, "owners", NUM_SLOTS),  # twos in those closed canastas
+    (O_DISCARDS, "players", NUM_KINDS),  # cards each player discarded this hand
 )
 BLOCK_SHAPE = {key: (rows, width) for key, rows, width in ROW_BLOCKS}
 
@@ -159,6 +162,11 @@ def hand_at(prm, p):
 @njit(cache=True, inline="always")
 def known_at(prm, p):
     return prm[O_KNOWN] + p * NUM_KINDS
+
+
+@njit(cache=True, inline="always")
+def discards_at(prm, p):
+    return prm[O_DISCARDS] + p * NUM_KINDS
 
 
 @njit(cache=True, inline="always")
@@ -281,6 +289,7 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     p[P_TARGET], p[P_TIE] = r.target_score, int(r.tie_rule == "draw")
     p[P_MAX_HANDS], p[P_MAX_STEPS] = r.max_hands, r.max_steps_per_hand
     p[P_EPISODE_GAME] = int(episode == "game")
+    p[P_OBS_DISCARDS] = int(r.observe_discards)
     p[P_PACKS], p[P_JOKERS], p[P_DECK] = r.packs, r.jokers, r.deck_size
     table = r.initial_meld_table
     if len(table) > 8:

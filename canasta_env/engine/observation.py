@@ -83,7 +83,10 @@ def pieces(params: npt.NDArray[np.int32]) -> list[Piece]:
               "yes, no",  # the credit left is divided by kinds x deck count, clipped
               (100.0, 1.0, maxk * C.NUM_KINDS) + (1.0,) * NUM_TURN_FLAGS),  # value melded in percent
         Piece("new_this_turn", (C.NUM_SLOTS,), 0, 1, "slots the mover started this turn"),
-    ] + variant
+    ] + variant + ([
+        Piece("discards", (n, C.NUM_KINDS), 0, 1, "cards each seat discarded this hand / deck count, "
+              "clipped, own seat first (only with the option observe_discards)", (maxk,)),
+    ] if params[L.P_OBS_DISCARDS] else [])
 
 
 def spans(params: npt.NDArray[np.int32]) -> list[tuple[Piece, int, int]]:
@@ -105,14 +108,14 @@ def divisors(params: npt.NDArray[np.int32]) -> npt.NDArray[np.float32]:
 def obs_dim(params: npt.NDArray[np.int32]) -> int:
     """Length D of the observation vector."""
     return _obs_dim(int(params[L.P_NPLAYERS]), int(params[L.P_NSIDES]), int(params[L.P_NOWNERS]),
-                    int(params[L.P_CAP]))
+                    int(params[L.P_CAP]), int(params[L.P_OBS_DISCARDS]))
 
 
 @functools.cache
-def _obs_dim(num_players: int, num_sides: int, num_owners: int, cap: int) -> int:
+def _obs_dim(num_players: int, num_sides: int, num_owners: int, cap: int, discards: int) -> int:
     params = np.zeros(L.NUM_PARAMS, dtype=np.int32)
     params[L.P_NPLAYERS], params[L.P_NSIDES], params[L.P_NOWNERS] = num_players, num_sides, num_owners
-    params[L.P_CAP] = cap
+    params[L.P_CAP], params[L.P_OBS_DISCARDS] = cap, discards
     return sum(int(np.prod(p.shape)) for p in pieces(params))
 
 
@@ -228,6 +231,12 @@ def _encode(row, prm, div, me, out):
             pos += 2
         out[pos] = 1.0 if sevens_blocked(row, prm) else 0.0
         pos += 1
+    if prm[L.P_OBS_DISCARDS]:
+        for j in range(n):
+            base = L.discards_at(prm, (me + j) % n)
+            for k in range(C.NUM_KINDS):
+                out[pos + k] = min(row[base + k] / div[pos + k], 1.0)  # a card taken back is thrown again
+            pos += C.NUM_KINDS
     return pos
 
 

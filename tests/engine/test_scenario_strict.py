@@ -7,7 +7,8 @@ stock in order), melds and closed canastas with their kinds, kitties or feet and
 threes, scores, opened sides, melded seats, the mover, dealer, phase, the draw/take flags, turn
 value, new slots, the pile's freeze and the game status. Excluded, because they are play's memory
 and no scenario argument sets them: the deal address (seed, row, index), hand and decision
-counters, the last hand's score and parts, the cards others know came from the pile, the turn's
+counters, the last hand's score and parts, the cards others know came from the pile, each seat's
+discards this hand, the turn's
 meld-action count, ask and answer bookkeeping, the other turn flags (melded before this turn,
 added to an old meld, new canasta, sevens only when melding began) and ``needs_min``/``minimum``
 after the draw (set at the turn's start); the credit toward the minimum is compared as "every card"
@@ -137,7 +138,7 @@ def _ignored_columns(prm: np.ndarray) -> np.ndarray:
     """Row positions the comparison skips (see the module docstring); the flags and credit are
     compared apart."""
     cols = list(_IGNORED)
-    for key in (L.O_KNOWN, L.O_HSCORE, L.O_PARTS, L.O_CREDIT):
+    for key in (L.O_KNOWN, L.O_HSCORE, L.O_PARTS, L.O_CREDIT, L.O_DISCARDS):
         rows, width = L.BLOCK_SHAPE[key]
         size = {"players": int(prm[L.P_NPLAYERS]), "sides": int(prm[L.P_NSIDES]), "one": 1}[rows] * width
         cols.extend(range(int(prm[key]), int(prm[key]) + size))
