@@ -81,7 +81,8 @@ def test_offsets_follow_the_declaration(preset: str) -> None:
     r = load_rules(preset)
     prm = layout.pack_params(r)
     n, owners = int(prm[layout.P_NPLAYERS]), int(prm[layout.P_NOWNERS])
-    per = {"players": n, "owners": owners, "sides": int(prm[layout.P_NSIDES]), "one": 1}
+    per = {"players": n, "owners": owners, "sides": int(prm[layout.P_NSIDES]), "one": 1, "discarding": 0}
+    assert layout.block_rows(prm) == per
     pos = layout.HEADER
     for key, rows, width in layout.ROW_BLOCKS:
         assert prm[key] == pos

@@ -129,8 +129,8 @@ class State:
         1, ``(B, width)`` for a block of the table)."""
         rows, width = L.BLOCK_SHAPE[key]
         assert isinstance(width, int), "stock and pile are read by State.stock and State.pile"
-        per = {"players": self.num_players, "owners": self.num_owners, "sides": self.num_sides, "one": 1}
-        shape = ((per[rows],) if rows != "one" else ()) + ((width,) if width != 1 else ())
+        count = L.block_rows(self.params)[rows]
+        shape = ((count,) if rows != "one" else ()) + ((width,) if width != 1 else ())
         start = int(self.params[key])
         return self.data[:, start: start + int(np.prod(shape))].reshape(self.num_games, *shape)
 

@@ -121,7 +121,8 @@ PART_MELDS, PART_CANASTAS, PART_RED_THREES, PART_GOING_OUT, PART_HAND = range(NU
 NUM_CANASTA_KINDS = len(KIND_BONUS_NAMES)
 
 # ---- the game row after its header: the blocks in order, as (offset entry, one row per, width) ----
-# One row per player, meld owner (side, or player under G2), side, or one for the table; a width
+# One row per player, meld owner (side, or player under G2), side, or one for the table, or per
+# player only under observe_discards (``block_rows``: no cost to a row without it); a width
 # is a count of columns or "deck" (a card slot per card of the deck, bottom first). ``pack_params``
 # computes the offsets from it, ``State`` its array views, and the kernels reach a block through
 # the accessors below.
@@ -148,9 +149,16 @@ ROW_BLOCKS: tuple[tuple[int, str, int | str], ...] = (
     (O_CKINDS, "owners", NUM_CANASTA_KINDS),  # the same by canasta kind (K_*)
     (O_CJOK, "owners", NUM_SLOTS),  # jokers in those closed canastas
     (O_CTWO, "owners", NUM_SLOTS),  # twos in those closed canastas
-    (O_DISCARDS, "players", NUM_KINDS),  # cards each player discarded this hand
+    (O_DISCARDS, "discarding", NUM_KINDS),  # cards each player discarded this hand (observe_discards)
 )
 BLOCK_SHAPE = {key: (rows, width) for key, rows, width in ROW_BLOCKS}
+
+
+def block_rows(params: np.ndarray) -> dict[str, int]:
+    """How many rows each kind of ``ROW_BLOCKS`` entry has for a table of ``params``."""
+    n = int(params[P_NPLAYERS])
+    return {"players": n, "owners": int(params[P_NOWNERS]), "sides": int(params[P_NSIDES]), "one": 1,
+            "discarding": n if params[P_OBS_DISCARDS] else 0}
 
 
 # ---- where a block's row starts in a game row (kernels: ``row[hand_at(prm, p) + kind]``) ------
@@ -289,7 +297,6 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     p[P_TARGET], p[P_TIE] = r.target_score, int(r.tie_rule == "draw")
     p[P_MAX_HANDS], p[P_MAX_STEPS] = r.max_hands, r.max_steps_per_hand
     p[P_EPISODE_GAME] = int(episode == "game")
-    p[P_OBS_DISCARDS] = int(r.observe_discards)
     p[P_PACKS], p[P_JOKERS], p[P_DECK] = r.packs, r.jokers, r.deck_size
     table = r.initial_meld_table
     if len(table) > 8:
@@ -298,7 +305,8 @@ def pack_params(rules: RuleSet, episode: str = "hand") -> np.ndarray:
     for i, (lower, minimum) in enumerate(table):
         p[P_MTAB_LO + i] = MIN_TABLE_NEG_INF if lower is None else lower
         p[P_MTAB_MIN + i] = minimum
-    per = {"players": n, "owners": owners, "sides": sides, "one": 1}
+    p[P_OBS_DISCARDS] = int(r.observe_discards)
+    per = block_rows(p)
     pos = HEADER
     for key, rows, width in ROW_BLOCKS:
         p[key] = pos

@@ -322,7 +322,8 @@ def apply_discard(row, prm, kind, rewards, order_buf):
     """Discard a card (C27): the turn ends, or the hand if it was the last card (C28)."""
     p = row[L.F_CUR]
     row[L.hand_at(prm, p) + kind] -= 1
-    row[L.discards_at(prm, p) + kind] += 1
+    if prm[L.P_OBS_DISCARDS]:
+        row[L.discards_at(prm, p) + kind] += 1
     _forget(row, prm, p, kind)
     push_pile(row, prm, kind)
     events = 0

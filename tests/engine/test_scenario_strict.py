@@ -140,7 +140,7 @@ def _ignored_columns(prm: np.ndarray) -> np.ndarray:
     cols = list(_IGNORED)
     for key in (L.O_KNOWN, L.O_HSCORE, L.O_PARTS, L.O_CREDIT, L.O_DISCARDS):
         rows, width = L.BLOCK_SHAPE[key]
-        size = {"players": int(prm[L.P_NPLAYERS]), "sides": int(prm[L.P_NSIDES]), "one": 1}[rows] * width
+        size = L.block_rows(prm)[rows] * width
         cols.extend(range(int(prm[key]), int(prm[key]) + size))
     return np.array(cols)
 
