@@ -53,8 +53,9 @@ def rules_with_discards(spec: str, out: Path) -> Path:
 
     from canasta_env.rules import load_rules
 
-    path = out / f"{Path(spec).stem}_discards.yaml"
-    path.write_text(yaml.safe_dump(load_rules(spec, observe_discards=True).to_dict(), sort_keys=False))
+    rules = load_rules(spec, observe_discards=True)
+    path = out / f"{rules.name}_discards.yaml"
+    path.write_text(yaml.safe_dump({**rules.to_dict(), "name": f"{rules.name}_discards"}, sort_keys=False))
     return path
 
 
