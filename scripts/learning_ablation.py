@@ -59,6 +59,33 @@ def rules_with_discards(spec: str, out: Path) -> Path:
     return path
 
 
+def widened_init(init_from: str, rules_path: Path, out: Path) -> Path:
+    """``init_from``'s network for the rules at ``rules_path`` (the same table with
+    ``observe_discards``): the first layers' weights get zero columns for the appended ``discards``
+    piece, so the net starts out playing exactly as ``init_from`` does and can learn to read them."""
+    import torch
+
+    from agents.checkpoint import current_layout, load_checkpoint, save_checkpoint
+    from canasta_env.rules import load_rules
+    from train.learning.setup import init_path
+
+    rules = load_rules(str(rules_path))
+    ckpt = load_checkpoint(init_path(init_from), load_optimizer=False)
+    layout = current_layout(rules)
+    old_dim, new_dim = ckpt.meta["layout"]["obs_dim"], layout["obs_dim"]
+    state = {}
+    for key, tensor in ckpt.policy_state.items():
+        if tensor.ndim == 2 and tensor.shape[1] == old_dim:  # a first layer, reading the observation
+            tensor = torch.cat([tensor, tensor.new_zeros(tensor.shape[0], new_dim - old_dim)], dim=1)
+        state[key] = tensor
+    policy = {**ckpt.meta["policy"], "observation_space": {**ckpt.meta["policy"]["observation_space"],
+                                                           "shape": [new_dim]}}
+    meta = {key: value for key, value in ckpt.meta.items() if key not in ("format", "files")}
+    meta.update(rules=rules.to_dict(), layout=layout, policy=policy)
+    return save_checkpoint(out / "init_discards", "ckpt_000000000", policy_state=state, optimizer_state=None,
+                           state={**ckpt.state, "num_timesteps": 0, "n_updates": 0}, meta=meta)
+
+
 def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace) -> Path:
     """Run ``canasta train`` for one variant (unless its run folder already holds its last
     evaluation) and return the run folder."""
@@ -70,10 +97,12 @@ def train_variant(name: str, overrides: dict[str, Any], args: argparse.Namespace
                "eval_every": args.eval_every, "eval_deals": args.eval_deals, "eval_deal_set": "v1",
                "eval_opponents": [args.opponent], "checkpoint_every": args.steps, "seed": args.seed,
                "progress": False, "run_dir": str(run_dir), **overrides}
-    if options.pop("observe_discards", False):
-        options["rules"] = str(rules_with_discards(args.rules, Path(args.out)))
     if args.init_from:
         options["init_from"] = args.init_from
+    if options.pop("observe_discards", False):
+        options["rules"] = str(rules_with_discards(args.rules, Path(args.out)))
+        if args.init_from:
+            options["init_from"] = str(widened_init(args.init_from, Path(options["rules"]), Path(args.out)))
     command = [sys.executable, "-m", "train.cli", "train", "--overwrite"]
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -153,8 +182,8 @@ def main() -> None:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     curves = {}
     for name in args.variants:
-        if args.init_from and {"net_arch", "observe_discards"} & set(VARIANTS[name][1]):
-            print(f"{name}: skipped (a warm start keeps the network and observation of --init-from)")
+        if args.init_from and "net_arch" in VARIANTS[name][1]:
+            print(f"{name}: skipped (a warm start keeps the network of --init-from)")
             continue
         curves[name] = read_curve(train_variant(name, VARIANTS[name][1], args), args.opponent)
     write_outputs(curves, args)
