@@ -70,7 +70,7 @@ from canasta_env.engine.layout import (
     pack_params,
 )
 from canasta_env.messages import one_line, short_repr
-from canasta_env.rules import RulesError, RuleSet, load_rules
+from canasta_env.rules import RulesError, RuleSet, load_rules, with_later_options
 from canasta_env.safe_yaml import decode_text, open_input
 
 FORMAT = "canasta-hand-record"
@@ -311,8 +311,10 @@ def _per(key: str, values: Any, count: int, what: str) -> None:
 def _check_rules(written: Any, rules: RuleSet) -> None:
     """A record holds every option of the rules it was played under, resolved (what
     ``RuleSet.to_dict`` writes): an option left out would replay under this code's default, and a
-    ``null`` under this code's table-size default, not necessarily the rules of the hand."""
+    ``null`` under this code's table-size default, not necessarily the rules of the hand. Only
+    ``rules.LATER_OPTIONS`` may be left out (a record older than the option)."""
     resolved = rules.to_dict()
+    written = with_later_options(written, resolved)
     if written == resolved:
         return
     missing = [key for key in resolved if key not in written]

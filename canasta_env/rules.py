@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -309,6 +310,20 @@ def preset_names() -> list[str]:
     """Names of the rule presets shipped with the package."""
     files = resources.files("canasta_env") / "presets"
     return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".yaml"))
+
+
+LATER_OPTIONS: dict[str, Any] = {"observe_discards": False}
+"""Options added after files that hold a rules dict (records, saved web games, tournament settings)
+were first written, with the value such a file was played under when it lacks the key."""
+
+
+def with_later_options(written: Any, current: Mapping[str, Any]) -> Any:
+    """``written``, a rules dict read from a file to compare with ``current``, with each of
+    ``LATER_OPTIONS`` that ``current`` has and it lacks (a file older than the option stays readable:
+    none of them changes play); anything else unchanged."""
+    if not isinstance(written, dict):
+        return written
+    return {**{k: v for k, v in LATER_OPTIONS.items() if k in current and k not in written}, **written}
 
 
 def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) -> RuleSet:

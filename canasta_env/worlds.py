@@ -11,7 +11,8 @@ What is fixed and what is sampled:
 * **Fixed from the observation**: the observer's hand; every public part of the table (melds per
   owner, opened sides, red threes, scores and minimums, the pile's composition and top card, the
   pile's frozen flag, stock size, hand sizes, kitty/foot sizes and shown flags, closed-canasta
-  counts by kind, dealer, seat to move, phase, the turn's value, flags and new slots); the cards
+  counts by kind, dealer, seat to move, phase, the turn's value, flags and new slots; under
+  ``observe_discards`` each seat's discards this hand, a clipped count as the deck's); the cards
   known to be in other hands (the ``known`` piece) are placed there.
 * **Sampled**: the unseen cards (the deck minus everything placed) are dealt uniformly at random to
   the other hands (by their sizes), the face-down kitties/feet (by their sizes) and the stock. Red
@@ -110,6 +111,7 @@ from canasta_env.engine.layout import (
     K_WILD,
     O_CREDIT,
     O_DECKCOUNT,
+    O_DISCARDS,
     O_NEW,
     O_PILE,
     O_STOCK,
@@ -120,6 +122,7 @@ from canasta_env.engine.layout import (
     P_NOWNERS,
     P_NPLAYERS,
     P_NSIDES,
+    P_OBS_DISCARDS,
     P_PACKS,
     P_PARTNERS,
     P_RES_SIZE,
@@ -181,6 +184,7 @@ class Seen:
     closed_kinds: npt.NDArray[np.int64]  # (O, 4) meld cap only
     reserve_sizes: npt.NDArray[np.int64]  # (P,)
     reserve_shown: npt.NDArray[np.int64]  # (P,)
+    discards: npt.NDArray[np.int64]  # (P, 15) cards each seat discarded this hand (observe_discards)
 
 
 def decode(params: npt.NDArray[np.int32], observation: npt.ArrayLike, seat: int = 0) -> Seen:
@@ -208,6 +212,8 @@ def decode(params: npt.NDArray[np.int32], observation: npt.ArrayLike, seat: int 
     res = v["reserves"] if cap else np.zeros((n, 2))
     res_size = float(max(int(params[P_RES_SIZE]), 1))
     top_hot = int(np.argmax(v["pile_top"]))
+    discards = (_absolute(_rint(v["discards"], maxk), rel_p) if params[P_OBS_DISCARDS]
+                else np.zeros((n, NUM_KINDS), np.int64))
     return Seen(
         seat=seat, hand=_rint(v["hand"], maxk),
         hand_sizes=_absolute(_rint(v["hand_sizes"], deck), rel_p), known=known,
@@ -227,7 +233,7 @@ def decode(params: npt.NDArray[np.int32], observation: npt.ArrayLike, seat: int 
         flags=sum(1 << i for i in range(NUM_TURN_FLAGS) if turn[3 + i] > 0.5),
         new_slots=_rint(v["new_this_turn"], 1.0), closed_kinds=_absolute(closed, rel_o),
         reserve_sizes=_absolute(_rint(res[:, 0], res_size), rel_p),
-        reserve_shown=_absolute(_rint(res[:, 1], 1.0), rel_p),
+        reserve_shown=_absolute(_rint(res[:, 1], 1.0), rel_p), discards=discards,
     )
 
 
@@ -327,6 +333,8 @@ def _public_row(template: State, seen: Seen) -> tuple[npt.NDArray[np.int32], npt
             st.red_threes[0, players[i % len(players)]] += 1
     used[RED_THREE] += seen.red3_side.sum()
     st.opened[0], st.scores[0] = seen.opened, seen.scores
+    if prm[P_OBS_DISCARDS]:
+        row[prm[O_DISCARDS]: prm[O_DISCARDS] + n * NUM_KINDS] = seen.discards.reshape(-1)
     _place_pile(row, prm, seen)
     used += seen.pile
     if prm[P_CAP]:

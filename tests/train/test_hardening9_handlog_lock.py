@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import errno
 import io
+import json
 import os
 import signal
 import subprocess
@@ -337,3 +338,20 @@ def test_a_file_system_without_locks_is_named(tmp_path: Path, monkeypatch: pytes
         with waiting_lock(tmp_path / ".l.lock", "ladder L"):
             pass
     assert e.value.filename == str(tmp_path / ".l.lock")
+
+
+def test_settings_from_before_observe_discards_resume(finished: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """tournament.json of a version older than the option lacks its key (which does not change play):
+    the resume was refused as 'a different tournament'; a rule that differs still is."""
+    out = tmp_path / "out"
+    out.mkdir()
+    settings = json.loads((finished / "tournament.json").read_text())
+    del settings["rules"]["observe_discards"]
+    (out / "tournament.json").write_text(json.dumps(settings))
+    (out / "hands.csv").write_bytes((finished / "hands.csv").read_bytes())
+    _no_game(monkeypatch)
+    assert cli_main([*TOURNAMENT, "--out", str(out)]) == 0  # resumed: every hand is in the log
+    settings["rules"]["jokers"] = 6
+    (out / "tournament.json").write_text(json.dumps(settings))
+    assert cli_main([*TOURNAMENT, "--out", str(out)]) == 2

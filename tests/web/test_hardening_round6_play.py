@@ -155,3 +155,12 @@ def test_an_empty_record_file_says_it_has_no_hands(make_client: Any, tmp_path: P
     view = _play_out(client)
     error = refused(client.get(f"/api/records/{view['id']}.jsonl/hands/1"), 404)
     assert error == f"{view['id']}.jsonl has hands 0-0, no hand '1'", error
+
+
+def test_a_saved_game_from_before_observe_discards_restores(saved: dict[str, Any]) -> None:
+    """A file of a server older than the option lacks its key (which does not change play): it
+    restored as 'played under other rules'; a rule that differs still does not restore."""
+    r = saved["ask"](lambda d: d["rules"].pop("observe_discards"))
+    assert r.status_code == 200 and r.json()["version"] == saved["view"]["version"]
+    error = refused(saved["ask"](lambda d: d["rules"].update(jokers=6)), 410)
+    assert "the game was played under other rules than this server's classic_2p" in error, error

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import numpy.typing as npt
 
 from canasta_env.messages import short_repr
+from canasta_env.rules import with_later_options
 from train.common.outputs import replace_file
 from train.evaluation.hand_table import hand_columns, labelled
 
@@ -78,6 +79,8 @@ class HandLog:
                 raise ValueError(f"{cfg_path}: not a tournament's settings (a JSON {type(found).__name__}, "
                                  "not an object); use a new --out folder")
             defaults = asdict(TournamentConfig({}, [], [], 0))  # a key added since: its default
+            if "rules" in found:  # settings older than an option
+                found["rules"] = with_later_options(found["rules"], wanted["rules"])
             diff = {k: (found.get(k), v) for k, v in wanted.items() if found.get(k, defaults.get(k)) != v}
             if diff:
                 detail = "; ".join(f"{k}: was {a!r}, now {b!r}" for k, (a, b) in diff.items())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from canasta_env.rules import RuleSet
+from canasta_env.rules import RuleSet, with_later_options
 from train.web.errors import shown
 from train.web.schema import (
     MAX_NAME,
@@ -49,7 +49,8 @@ def checked_save(data: Any, rules: RuleSet, game_id: str, agents: set[str]) -> d
         raise ValueError(f"missing key(s) {', '.join(missing)}")
     if data.get("id") != game_id:
         raise ValueError(f"the file holds game {shown(data.get('id'))}")
-    if data.get("rules") != json.loads(json.dumps(rules.to_dict())):  # compared, never loaded
+    current = json.loads(json.dumps(rules.to_dict()))
+    if with_later_options(data.get("rules"), current) != current:  # compared, never loaded
         raise ValueError(f"the game was played under other rules than this server's {rules.name}")
     _check_seats(data, rules.num_players, agents)
     _check_fields(data)
