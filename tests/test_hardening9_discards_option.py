@@ -73,3 +73,18 @@ def test_a_record_missing_a_rule_or_with_a_bad_option_is_still_refused(
         tmp_path: Path, drop: str | None, value: object, match: str) -> None:
     with pytest.raises(RecordError, match=match):
         read_records(_record_file(tmp_path, drop, value))
+
+
+def test_a_tournament_keeps_its_ladder_id_across_the_option() -> None:
+    """A ladder counts a tournament once by the hash of its settings: the key the option added would
+    have given a tournament counted before it a new id, and so counted it again."""
+    from dataclasses import replace
+
+    from train.evaluation.hand_log import TournamentConfig
+    from train.evaluation.tournament_report import ladder_id
+
+    now = TournamentConfig(load_rules("classic_2p").to_dict(), ["random", "greedy"], ["random", "greedy"], 2)
+    before = replace(now, rules={k: v for k, v in now.rules.items() if k != "observe_discards"})
+    assert ladder_id(now) == ladder_id(before)
+    assert ladder_id(replace(now, rules={**now.rules, "observe_discards": True})) != ladder_id(now)
+    assert ladder_id(replace(now, rules={**now.rules, "jokers": 6})) != ladder_id(now)
