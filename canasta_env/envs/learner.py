@@ -447,7 +447,6 @@ class LearnerBatch:
 
         Only rows that just moved can need another move, so the working set shrinks each round.
         """
-
         state = self.require_state()
         reward = np.zeros(rows.size, dtype=np.float64)
         forced = np.zeros(rows.size, dtype=np.int64)

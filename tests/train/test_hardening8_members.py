@@ -65,6 +65,17 @@ def test_an_imitation_teacher_failing_is_one_line_naming_it(mode: str, message: 
     assert len(demos) > 0
 
 
+def _refused_untouched(run: Path, capsys: pytest.CaptureFixture[str], words: str, steps: int,
+                       *flags: str) -> None:
+    """``selfplay`` with ``flags`` (``{run}`` filled in) refused in one line saying ``words``, the run
+    folder as it was."""
+    before = folder_digest(run)
+    capsys.readouterr()
+    assert _selfplay(run, steps, *(f.format(run=run) for f in flags)) == 2
+    assert words in one_error(capsys, "selfplay")
+    assert folder_digest(run) == before
+
+
 @pytest.mark.parametrize("flags", [
     ["--league", "heuristic", "{run}/"],  # the learner itself, frozen at each start
     ["--league", "sampled:{run}"],
@@ -72,12 +83,8 @@ def test_an_imitation_teacher_failing_is_one_line_naming_it(mode: str, message: 
 ])
 def test_the_run_s_own_folder_is_no_agent_of_the_run(run: Path, flags: list[str],
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    before = folder_digest(run)
-    capsys.readouterr()
     # was: accepted, another agent under the same name after every resume
-    assert _selfplay(run, 384, "--resume", *(f.format(run=run) for f in flags)) == 2
-    assert "this run's own folder" in one_error(capsys, "selfplay")
-    assert folder_digest(run) == before
+    _refused_untouched(run, capsys, "this run's own folder", 384, "--resume", *flags)
     # the twin: one of its checkpoints, which a resume never changes, is a fixed member
     assert _selfplay(run, 384, "--resume", "--league", "heuristic", str(run / "ckpt_000000128")) == 0
     assert load_checkpoint(run / "ckpt_000000384").state["league_results"].keys() >= {
@@ -91,12 +98,8 @@ def test_the_run_s_own_folder_is_no_agent_of_the_run(run: Path, flags: list[str]
 ])
 def test_overwrite_refuses_a_member_or_start_it_would_delete(run: Path, flags: list[str],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    before = folder_digest(run)
-    capsys.readouterr()
     # was: loaded, deleted, then named by config.json: every resume failed ("no such checkpoint")
-    assert _selfplay(run, 128, "--overwrite", *(f.format(run=run) for f in flags)) == 2
-    assert "names what --overwrite deletes" in one_error(capsys, "selfplay")
-    assert folder_digest(run) == before
+    _refused_untouched(run, capsys, "names what --overwrite deletes", 128, "--overwrite", *flags)
     # the twin: a copy in a folder of the run that --overwrite keeps
     shutil.copytree(run / "ckpt_000000256", run / "keep" / "ckpt_000000256")
     kept = str(run / "keep" / "ckpt_000000256")

@@ -82,14 +82,10 @@ def check_setup(rules: RuleSet, agents: Sequence[str], opponents: Sequence[str],
                          f"{', '.join(partnership_presets())}")
     if len(agents) < 2:
         raise ValueError(f"--agents: name at least 2 agents to pair, got {len(agents)}")
-    twice = sorted({a for a in agents if list(agents).count(a) > 1})
-    if twice:
-        raise ValueError(f"--agents: {', '.join(twice)} named twice; name each agent once (the diagonal "
-                         "is its self-play)")
     pair = repeated_agent(agents, rules)
     if pair is not None:
-        raise ValueError(f"{twice_message('--agents', pair)}; name each agent once (the diagonal is its "
-                         "self-play)")
+        said = f"--agents: {pair[0]} named twice" if pair[0] == pair[1] else twice_message("--agents", pair)
+        raise ValueError(f"{said}; name each agent once (the diagonal is its self-play)")
     if not 1 <= len(opponents) <= 2:
         raise ValueError(f"--opponents: one agent (at every opposing seat) or two (the first at the "
                          f"opposing side's first seat), got {len(opponents)}")
