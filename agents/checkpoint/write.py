@@ -32,6 +32,7 @@ from agents.checkpoint.format import (
     POLICY_FILE,
     STATE_FILE,
     TMP_PREFIX,
+    CheckpointError,
     _json_default,
     _json_loads,
     _json_round_trip,
@@ -39,6 +40,7 @@ from agents.checkpoint.format import (
 )
 from agents.checkpoint.kill_hook import kill_point
 from agents.checkpoint.policy import describe_policy
+from agents.checkpoint.read import validate_state
 
 _CHUNK = 1 << 20
 VERSIONED = ("canasta-rl", "torch", "stable-baselines3", "sb3-contrib", "numpy", "safetensors")
@@ -61,11 +63,18 @@ def save_checkpoint(run_dir: str | os.PathLike[str], name: str, *, policy_state:
 
     Returns:
         The checkpoint's final path ``run_dir / name``.
+
+    Raises:
+        ValueError: ``state`` fails the loader's checks (``validate_state``), before any file is written.
     """
     run_dir = Path(run_dir)
     _check_name(name)
     tensors = _cpu_tensors(policy_state)
     state_json = _json_bytes(state, "state")
+    try:  # the loader's checks of state.json, so that no checkpoint is written that would not load
+        validate_state(run_dir / name, _json_loads(state_json))
+    except CheckpointError as exc:
+        raise ValueError(f"{exc}; refused before writing, as it would not load") from None
     _json_bytes({**meta, "format": FORMAT, "files": {}}, "meta")  # refused before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     tmp = run_dir / f"{TMP_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}"

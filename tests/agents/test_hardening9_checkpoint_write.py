@@ -117,6 +117,24 @@ def test_a_state_whose_keys_meet_as_str_is_refused_not_written_unloadable(state:
     assert json.loads((ckpt / "state.json").read_text()) == {"1": 0, "2": 2}
 
 
+@pytest.mark.parametrize("state, field", [({"num_timesteps": -1}, "num_timesteps"),
+                                          ({"opponent_pool": ["../elsewhere"]}, "opponent_pool"),
+                                          ({"rng": {"python": "x"}}, "rng")])
+def test_a_state_the_loader_refuses_is_refused_before_writing(state: dict[str, object], field: str,
+                                                               tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=f"state.json: {field}.*refused before writing"):
+        save_checkpoint(tmp_path / "run", "ckpt_1", policy_state={"w": torch.ones(2)}, optimizer_state=None,
+                        state=state, meta={})
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_state_the_loader_takes_is_written(tmp_path: Path) -> None:  # the twin
+    state = {"num_timesteps": 7, "opponent_pool": ["ckpt_000000001"], "episodes": 3}
+    ckpt = save_checkpoint(tmp_path / "run", "ckpt_1", policy_state={"w": torch.ones(2)},
+                           optimizer_state=None, state=state, meta={})
+    assert json.loads((ckpt / "state.json").read_text()) == state
+
+
 def _fail_renaming_into(monkeypatch: pytest.MonkeyPatch, final: Path) -> None:
     """``os.rename`` of a newly written checkpoint onto ``final`` fails as a failing disk would."""
     real = os.rename

@@ -105,3 +105,17 @@ def test_a_link_at_an_output_is_put_back_as_a_link(results: tuple[CrossplayResul
     monkeypatch.undo()
     results[1].save(tmp_path / "out")  # the twin: the link is replaced, its target never written
     assert not (tmp_path / "out" / "crossplay.csv").is_symlink() and target.read_text() == "kept\n"
+
+
+def test_a_save_without_plots_removes_an_earlier_heatmap(results: tuple[CrossplayResult, ...],
+                                                         tmp_path: Path) -> None:
+    results[0].save(tmp_path)
+    written = results[1].save(tmp_path, plots=False)
+    assert sorted(_files(tmp_path)) == sorted(p.name for p in written) == sorted(OUTPUT_NAMES[:3])
+
+
+def test_a_save_with_plots_replaces_the_heatmap(results: tuple[CrossplayResult, ...],
+                                                tmp_path: Path) -> None:  # the twin
+    results[0].save(tmp_path, plots=False)
+    results[1].save(tmp_path)
+    assert sorted(_files(tmp_path)) == sorted(OUTPUT_NAMES)

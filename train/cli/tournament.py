@@ -118,15 +118,27 @@ def _fits(value: Any, kind: type) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the tournament the options describe and print its tables."""
+    """Run the tournament the options describe and print its tables (also when its ladder could not be
+    written: then the tables, and the error after them)."""
+    from train.evaluation.tournament import LadderNotUpdated
     from train.evaluation.tournament import run as run_tournament
 
     o = options(args)
-    result = run_tournament(o["rules"], o["agents"], o["hands"], duplicate=o["duplicate"], vs=o["vs"],
-                            partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
-                            resamples=o["resamples"], target_margin=o["target_margin"],
-                            records=o["records"], ladder=o["ladder"], progress=True,
-                            plots=not o["no_plots"], on_ray=o["ray"], luck_correction=o["luck_correction"])
+    try:
+        result = run_tournament(o["rules"], o["agents"], o["hands"], duplicate=o["duplicate"], vs=o["vs"],
+                                partners=o["partners"], seed=o["seed"], deal_set=o["deal_set"], out=o["out"],
+                                resamples=o["resamples"], target_margin=o["target_margin"],
+                                records=o["records"], ladder=o["ladder"], progress=True,
+                                plots=not o["no_plots"], on_ray=o["ray"],
+                                luck_correction=o["luck_correction"])
+    except LadderNotUpdated as exc:
+        _print(exc.result, o)
+        raise
+    _print(result, o)
+    return 0
+
+
+def _print(result: Any, o: dict[str, Any]) -> None:
     result.print_tables()
     if o["luck_correction"]:
         from train.evaluation.tournament_luck import luck_table
@@ -136,4 +148,3 @@ def run(args: argparse.Namespace) -> int:
     if o["out"]:
         print(f"results in {o['out']}/ (hands.csv, results.json, ratings.csv, head_to_head.csv, "
               f"outcomes.csv{'' if o['no_plots'] else ', ratings.png, head_to_head.png'})")
-    return 0

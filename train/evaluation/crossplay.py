@@ -171,7 +171,8 @@ class CrossplayResult:
         written. All or none (``replace_files``): none replaces its file until all are written (a
         failed plot or a full disk under ``--force`` left this run's tables beside the last run's
         heatmap), and a replace that fails puts back the files replaced before it. ``canasta crossplay
-        --out`` checks them before any game and keeps an earlier run's unless ``--force``."""
+        --out`` checks them before any game and keeps an earlier run's unless ``--force``. Without
+        ``plots`` an earlier run's heatmap is removed, as it no longer shows these tables."""
         import csv
         import json
 
@@ -193,6 +194,9 @@ class CrossplayResult:
                    lambda path: path.write_text(text, encoding="utf-8"), self.plot][:4 if plots else 3]
         written = [folder / name for name in OUTPUT_NAMES[:len(writers)]]
         replace_files(list(zip(written, writers, strict=True)))
+        stale = folder / OUTPUT_NAMES[-1]
+        if not plots and not stale.is_dir():
+            stale.unlink(missing_ok=True)
         return written
 
     def plot(self, path: str | Path) -> Path:

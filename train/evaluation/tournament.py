@@ -35,6 +35,15 @@ from train.evaluation.ratings import check_bootstrap
 from train.evaluation.tournament_plan import DEALS_PER_UNIT, Plan, make_plan, play_unit
 
 
+class LadderNotUpdated(OSError):
+    """The tournament was played but its ladder could not be written: ``result`` holds its figures
+    (summarized without the ladder, and saved to ``out`` where given), so no game is lost."""
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 @dataclass
 class Entrant:
     label: str
@@ -277,10 +286,23 @@ def _play(layout: Layout, *, records: bool, out: str | Path | None, ladder: str 
             bar.update(d.size * plan.games_per_deal)
     hands_cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
     hands_cols["deal_ref"] = np.array(refs(hands_cols["deal"]), dtype=object)
-    result = summarize(layout.config, plan, layout.labels, hands_cols,
-                       Path(ladder) if ladder is not None else None)
+    failed: OSError | None = None
+    try:
+        result = summarize(layout.config, plan, layout.labels, hands_cols,
+                           Path(ladder) if ladder is not None else None)
+    except OSError as exc:  # a full disk: without --out the games would be lost with the ladder
+        if ladder is None:
+            raise
+        failed = exc
+        result = summarize(layout.config, plan, layout.labels, hands_cols)
     if out is not None:
         result.save(Path(out), plots=plots)
+    if failed is not None:
+        from canasta_env.messages import one_line
+
+        raise LadderNotUpdated(f"--ladder {ladder}: not updated ({one_line(failed)}); the tables above are "
+                               "this tournament's, and the same command run again plays the same games "
+                               "and counts them once", result)
     return result
 
 
