@@ -134,10 +134,11 @@ def _agent_key(name: str, rules: RuleSet) -> Any:
 
         o = search_options(spec) if colon else {}
         phases = frozenset(p.strip() for p in o["phases"].split(",")) if "phases" in o else frozenset(PHASES)
-        rollout = o.get("checkpoint") or o.get("rollout") or "heuristic"
+        rollout = _agent_key((o.get("checkpoint") or o.get("rollout") or "heuristic").strip(), rules)
+        prior = rollout if "prior" not in o else _agent_key(o["prior"].strip(), rules)
         return ("search", o.get("k", default_k(rules)), o.get("n", DEFAULT_N),
                 o.get("depth", default_depth(rules)), o.get("seed", 0), float(o.get("guard", DEFAULT_GUARD)),
-                float(o.get("min_gain", 0.0)), phases, _agent_key(rollout.strip(), rules))
+                float(o.get("min_gain", 0.0)), phases, rollout, prior)
     return name
 
 

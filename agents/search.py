@@ -2,9 +2,10 @@
 
 For each decision with more than one legal action:
 
-1. **Candidates**: the rollout policy's top ``n`` legal actions (its first choice, then its choice
-   with that action masked out, and so on: ``n`` cheap batched calls), or every legal action when
-   there are at most ``n``.
+1. **Candidates**: the prior's top ``n`` legal actions (its first choice, then its choice with that
+   action masked out, and so on: ``n`` cheap batched calls), or every legal action when there are at
+   most ``n``. The prior is the rollout policy unless ``prior`` names another agent (a learned
+   policy's candidates, the heuristic's rollouts).
 2. **Worlds**: ``k`` complete states sampled from the mover's observation and mask alone
    (``canasta_env.worlds.sample_worlds``), so the search never sees hidden cards. The same ``k``
    worlds serve every candidate (common random numbers: the candidates differ only by the action).
@@ -15,14 +16,17 @@ For each decision with more than one legal action:
    together (rows of at most ``MAX_WORLD_ROWS`` at once: a large batch is searched in parts).
 4. **Choice**: the candidate with the best mean margin of the mover's side (its hand score minus
    the mean of the other sides', as ``agents.match`` measures a hand; in partnership play the side's
-   score counts both partners) is played only when it beats the rollout policy's own choice
+   score counts both partners) is played only when it beats the prior's own choice
    (candidate 0) by more than ``min_gain`` points and by more than ``guard`` standard errors of the
    gain paired by world; otherwise the policy's choice is played. The guard keeps noise-driven
    deviations out: with ``guard=0`` (plain argmax of the means) search lost to the heuristic in
    ``classic_4p``, where most candidates differ by less than the rollout noise.
 
+Search is thus an improvement operator on the prior: it plays the prior's move unless the rollouts
+find a better one beyond noise.
+
 ``phases`` limits the search to some decision phases (``draw``, ``meld`` (melds and the discard),
-``answer``, ``final_meld``); the others play the rollout policy's choice. ``stats`` counts the
+``answer``, ``final_meld``); the others play the prior's choice. ``stats`` counts the
 searched decisions by phase and by the kinds of the policy's and the chosen action.
 
 Defaults (``default_k``, ``default_depth``): ``k=16, depth=60`` without partners, ``k=32,
@@ -90,7 +94,8 @@ def default_depth(rules: RuleSet) -> int:
 
 # Options a name ``search:OPTION=VALUE,...`` may set, with their types (``phases`` joined by ``+``).
 OPTION_TYPES: dict[str, type] = {"k": int, "n": int, "depth": int, "seed": int, "guard": float,
-                                 "min_gain": float, "rollout": str, "checkpoint": str, "phases": str}
+                                 "min_gain": float, "rollout": str, "checkpoint": str, "phases": str,
+                                 "prior": str}
 # What a keyword option of each type must be (a bool is no integer: True would search one world).
 _KINDS: dict[type, tuple[str, Any]] = {int: ("an integer", numbers.Integral),
                                        float: ("a number", numbers.Real), str: ("an agent name", str)}
@@ -112,12 +117,12 @@ def check_search_options(options: dict[str, Any], where: str = "search",
     """``ValueError`` naming the option when a value is outside its range, the work of a decision
     (k * n * depth, ``depth=0`` counted as ``max_steps``, the rules' step cap of a hand) exceeds
     ``MAX_WORK``, ``phases`` names no phase or an unknown one, ``rollout`` comes with ``checkpoint``,
-    or the rollout policy is itself a search (a search inside every rollout step of a search never
-    finishes a hand: agent names nest at most two deep). Keyword options get the checks of the name
-    grammar: an ``int`` option takes an integer (not ``16.5``, which ``int`` would truncate, nor a
-    bool), a ``float`` option a number, ``rollout`` a name, ``checkpoint`` a path. ``phases`` is a
-    comma-joined string (from a name) or a sequence; an empty sequence (search no phase) is allowed
-    only as a sequence."""
+    or the rollout policy or the prior is itself a search (a search inside every rollout step of a
+    search never finishes a hand: agent names nest at most two deep). Keyword options get the checks
+    of the name grammar: an ``int`` option takes an integer (not ``16.5``, which ``int`` would
+    truncate, nor a bool), a ``float`` option a number, ``rollout`` and ``prior`` names,
+    ``checkpoint`` a path. ``phases`` is a comma-joined string (from a name) or a sequence; an empty
+    sequence (search no phase) is allowed only as a sequence."""
     for key, kind in OPTION_TYPES.items():
         value = options.get(key)
         if value is None or key == "phases":  # phases: checked by _phase_names below
@@ -143,14 +148,17 @@ def check_search_options(options: dict[str, Any], where: str = "search",
     if rollout is not None and options.get("checkpoint") is not None:
         raise ValueError(f"{where}: rollout = {short_repr(rollout)} and checkpoint = "
                          f"{short_repr(options['checkpoint'])} both name the rollout policy; give one")
-    if isinstance(rollout, str) and rollout.strip().split(":")[0].strip() == "search":
-        raise _nested_search(where, rollout)
+    for key in ("rollout", "prior"):
+        name = options.get(key)
+        if isinstance(name, str) and name.strip().split(":")[0].strip() == "search":
+            raise _nested_search(where, name, key)
 
 
-def _nested_search(where: str, rollout: Any) -> ValueError:
-    """The error for a rollout policy that is itself a search."""
-    return ValueError(f"{where}: rollout = {short_repr(rollout)}: a search cannot roll out with a "
-                      "search (names nest at most two deep: search:rollout=AGENT)")
+def _nested_search(where: str, name: Any, key: str = "rollout") -> ValueError:
+    """The error for a rollout policy or prior that is itself a search."""
+    what = "roll out with" if key == "rollout" else "take its candidates from"
+    return ValueError(f"{where}: {key} = {short_repr(name)}: a search cannot {what} a search (names "
+                      f"nest at most two deep: search:{key}=AGENT)")
 
 
 def _phase_names(phases: str | tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -225,7 +233,8 @@ class SearchAgent:
     def __init__(self, rules: RuleSet | str, k: int | None = None, n: int = DEFAULT_N,
                  depth: int | None = None, rollout: str | None = None,
                  checkpoint: str | None = None, seed: int = 0, guard: float = DEFAULT_GUARD,
-                 min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES) -> None:
+                 min_gain: float = 0.0, phases: str | tuple[str, ...] = PHASES,
+                 prior: str | None = None) -> None:
         from agents import make_agent
 
         self.rules = load_rules(rules)  # a preset, a file, a dict or a RuleSet, as every agent takes
@@ -236,7 +245,7 @@ class SearchAgent:
         self.max_steps = int(self.rules.resolved().max_steps_per_hand)
         check_search_options({"k": k, "n": n, "depth": depth, "seed": seed, "guard": guard,
                               "min_gain": min_gain, "rollout": rollout, "checkpoint": checkpoint,
-                              "phases": phases}, max_steps=self.max_steps)
+                              "phases": phases, "prior": prior}, max_steps=self.max_steps)
         self.k, self.n, self.depth, self.seed = int(k), int(n), int(depth), int(seed)
         self.policy: Agent = (make_agent("policy", self.rules, checkpoint=checkpoint)
                               if checkpoint is not None
@@ -245,6 +254,12 @@ class SearchAgent:
             raise _nested_search("search", rollout)
         shown = short_repr(checkpoint if checkpoint is not None else rollout or "heuristic")
         self._rollout_name = f"{shown} (rollout of search)"
+        self.prior, self._prior_name = self.policy, self._rollout_name
+        if prior is not None:
+            self.prior = make_agent(prior, self.rules)
+            self._prior_name = f"{short_repr(prior)} (prior of search)"
+            if isinstance(self.prior, SearchAgent):
+                raise _nested_search("search", prior, "prior")
         self.guard, self.min_gain = float(guard), float(min_gain)
         names = _phase_names(phases, "search")
         self.phases = np.array([p in names for p in PHASES] + [False], dtype=np.bool_)
@@ -274,22 +289,24 @@ class SearchAgent:
                 raise WorldError(f"{who}: observation row {int(part[exc.row])}: {exc.reason}") from None
         rest = np.flatnonzero(multi & ~searched)
         if rest.size:
-            out[rest] = self._policy_act(obs[rest], mask[rest], np.random.default_rng(0))
+            out[rest] = self._policy_act(obs[rest], mask[rest], np.random.default_rng(0), prior=True)
         return out
 
-    def _policy_act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], rng: Any
-                    ) -> npt.NDArray[np.int64]:
-        """The rollout policy's action for each row of ``mask``, checked as a match checks an agent's
-        (``canasta_env.policy.checked_legal_act``, naming the rollout agent). Unchecked, a user's rollout
-        agent returning floats was truncated in silence, and an illegal or out-of-range action failed
-        as an ``IndexError`` or as an illegal move of the search itself."""
+    def _policy_act(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_], rng: Any,
+                    prior: bool = False) -> npt.NDArray[np.int64]:
+        """The rollout policy's (or with ``prior`` the prior's) action for each row of ``mask``,
+        checked as a match checks an agent's (``canasta_env.policy.checked_legal_act``, naming the
+        agent). Unchecked, a user's agent returning floats was truncated in silence, and an illegal or
+        out-of-range action failed as an ``IndexError`` or as an illegal move of the search itself."""
         from canasta_env.policy import checked_legal_act
 
+        if prior:
+            return checked_legal_act(self.prior, self._prior_name, obs, mask, rng)
         return checked_legal_act(self.policy, self._rollout_name, obs, mask, rng)
 
     def candidates(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]
                    ) -> list[npt.NDArray[np.int64]]:
-        """Per row, the candidate actions in the rollout policy's order of preference."""
+        """Per row, the candidate actions in the prior's order of preference."""
         left = mask.copy()
         picks: list[list[int]] = [[] for _ in range(mask.shape[0])]
         quiet = np.random.default_rng(0)
@@ -297,7 +314,7 @@ class SearchAgent:
             open_rows = np.flatnonzero(left.any(axis=1))
             if open_rows.size == 0:
                 break
-            chosen = self._policy_act(obs[open_rows], left[open_rows], quiet)
+            chosen = self._policy_act(obs[open_rows], left[open_rows], quiet, prior=True)
             for r, a in zip(open_rows, chosen, strict=True):
                 picks[r].append(int(a))
                 left[r, a] = False
@@ -323,7 +340,7 @@ class SearchAgent:
 
     def _choose(self, block: npt.NDArray[np.float64]) -> int:
         """Index of the chosen candidate given its (candidates, k) rollout values; candidate 0 is
-        the policy's own choice, and another is played only when its mean gain over it, paired
+        the prior's own choice, and another is played only when its mean gain over it, paired
         by world, is above ``min_gain`` and ``guard`` standard errors."""
         means = np.array([np.nanmean(v) if np.isfinite(v).any() else -np.inf for v in block])
         best = int(np.argmax(means))

@@ -76,6 +76,29 @@ def test_search_guard_and_phases_fall_back_to_the_policy() -> None:
         assert np.array_equal(agent.act(obs, mask, np.random.default_rng(1)), heuristic)
 
 
+def test_a_prior_is_what_search_falls_back_to_and_orders_the_candidates() -> None:
+    """With ``prior`` the candidates are the prior's, its choice first, and an unreachable gain plays
+    exactly the prior's moves; the rollouts stay the heuristic's (the twin above: without a prior,
+    the fallback is the rollout policy)."""
+    obs, mask = _positions("classic_4p", 8)
+    greedy = make_agent("greedy", "classic_4p").act(obs, mask, np.random.default_rng(0))
+    heuristic = make_agent("heuristic", "classic_4p").act(obs, mask, np.random.default_rng(0))
+    assert not np.array_equal(greedy, heuristic)
+    for options in ({"phases": ()}, {"min_gain": 1e9}):
+        agent = make_agent("search", "classic_4p", k=2, n=3, depth=10, seed=3, prior="greedy", **options)
+        assert np.array_equal(agent.act(obs, mask, np.random.default_rng(1)), greedy)
+    agent = make_agent("search:prior=greedy,k=2,n=3,depth=10", "classic_4p")
+    assert [int(c[0]) for c in agent.candidates(obs, mask)] == greedy.tolist()
+    assert type(agent.policy).__name__ == "HeuristicAgent"
+
+
+def test_a_prior_names_another_agent() -> None:
+    from agents import agent_key
+
+    assert agent_key("search:prior=greedy", "classic_2p") != agent_key("search", "classic_2p")
+    assert agent_key("search:prior=heuristic", "classic_2p") == agent_key("search", "classic_2p")  # twin
+
+
 def test_search_defaults_per_table() -> None:
     """Partnership tables search more worlds, to a shallower depth, by default; the guard is on."""
     two, four = make_agent("search", "classic_2p"), make_agent("search", "classic_4p")
@@ -99,6 +122,8 @@ def test_search_options_by_name() -> None:
     ("search:guard=inf", "guard = 'inf' is not finite"), ("search:n=2,n=3", "n is given twice"),
     ("search:k=0", "k = 0 is outside"), ("search:phases=fly", "unknown phases"),
     ("search:rollout=nonesuch", "unknown agent 'nonesuch'"),
+    ("search:prior=nonesuch", "unknown agent 'nonesuch'"),
+    ("search:prior=search:k=2", "prior = 'search:k=2': a search cannot take its candidates from a search"),
 ])
 def test_search_options_refuse_bad_specs_in_one_line(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)) as info:
