@@ -18,7 +18,7 @@ For each decision with more than one legal action:
    the mean of the other sides', as ``agents.match`` measures a hand; in partnership play the side's
    score counts both partners) is played only when it beats the prior's own choice
    (candidate 0) by more than ``min_gain`` points and by more than ``guard`` standard errors of the
-   gain paired by world; otherwise the policy's choice is played. The guard keeps noise-driven
+   gain paired by world; otherwise the prior's choice is played. The guard keeps noise-driven
    deviations out: with ``guard=0`` (plain argmax of the means) search lost to the heuristic in
    ``classic_4p``, where most candidates differ by less than the rollout noise.
 
