@@ -326,6 +326,12 @@ def with_later_options(written: Any, current: Mapping[str, Any]) -> Any:
     return {**{k: v for k, v in LATER_OPTIONS.items() if k in current and k not in written}, **written}
 
 
+def without_later_defaults(rules: Mapping[str, Any]) -> dict[str, Any]:
+    """``rules`` without each of ``LATER_OPTIONS`` at the value files older than it were played under:
+    the inverse of ``with_later_options``, for an id that must not change when an option is added."""
+    return {k: v for k, v in rules.items() if not (k in LATER_OPTIONS and v == LATER_OPTIONS[k])}
+
+
 def load_rules(spec: str | Path | RuleSet | dict[str, Any], **overrides: Any) -> RuleSet:
     """Resolve a rule set from a preset name, a YAML file, a dict or a ``RuleSet``.
 

@@ -335,11 +335,10 @@ def ladder_id(config: Any) -> str:
     """The id under which a ladder file counts this tournament's games (its settings' hash). A rules
     option added later (``rules.LATER_OPTIONS``) at the value older versions played is left out, so
     a tournament keeps the id it had before the option existed and is not counted twice."""
-    from canasta_env.rules import LATER_OPTIONS
+    from canasta_env.rules import without_later_defaults
 
     settings = asdict(config)
-    settings["rules"] = {k: v for k, v in settings["rules"].items()
-                         if not (k in LATER_OPTIONS and v == LATER_OPTIONS[k])}
+    settings["rules"] = without_later_defaults(settings["rules"])
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
