@@ -14,8 +14,8 @@ from agents.learned.zoo import zoo_names, zoo_path  # noqa: E402
 from agents.match import play_match  # noqa: E402
 
 
-def test_the_zoo_ships_classic_2p_and_4p() -> None:
-    assert {"zoo:classic_2p", "zoo:classic_4p"} <= set(zoo_names())
+def test_the_zoo_ships_classic_2p_and_4p_and_railroad_2p() -> None:
+    assert {"zoo:classic_2p", "zoo:classic_4p", "zoo:railroad_2p"} <= set(zoo_names())
 
 
 @pytest.mark.parametrize("name", zoo_names())
@@ -36,6 +36,8 @@ def test_unknown_entry_names_the_shipped_ones() -> None:
 def test_an_entry_refuses_another_table() -> None:
     with pytest.raises(CheckpointError):
         make_agent("zoo:classic_2p", "classic_4p")
+    with pytest.raises(CheckpointError):  # the same player count, other rules
+        make_agent("zoo:railroad_2p", "classic_2p")
 
 
 def test_sampled_plays_legal_moves_drawn_from_the_policy_reproducibly() -> None:

@@ -72,3 +72,18 @@ def test_league_exploiters_without_exploiter_rounds_is_refused(
 
 def _small() -> dict[str, object]:
     return {"num_envs": 8, "n_steps": 16, "batch_size": 64, "eval_deals": 2}
+
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+SHIPPED = sorted([*(CONFIGS / "train").glob("*.yaml"), *(CONFIGS / "selfplay").glob("*.yaml")])
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_shipped_training_config_loads(path: Path, tmp_path: Path) -> None:
+    args = load_args(str(path), {})
+    assert args.rules and args.total_timesteps > 0
+    # the twin: the same file with one option misspelled is refused, naming it
+    bad = tmp_path / path.name
+    bad.write_text(path.read_text() + "learning_rat: 0.1\n")
+    with pytest.raises(ValueError, match="learning_rat"):
+        load_args(str(bad), {})
