@@ -202,6 +202,21 @@ def test_memory_estimate_covers_the_arrays(monkeypatch: pytest.MonkeyPatch) -> N
     assert init("classic_2p", 2).num_games == 2
 
 
+def test_the_sb3_vec_env_counts_its_info_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was: checked against the learner batch alone, about 17% under what the SB3 env holds, so a
+    batch that just passed could run out of memory at its first reset."""
+    from canasta_env.envs.learner import vector_env_bytes
+    from canasta_env.envs.sb3_env import INFO_BYTES, CanastaVecEnv
+    from canasta_env.rules import load_rules
+
+    batch = vector_env_bytes(load_rules("classic_2p"), "hand", 1000)
+    monkeypatch.setattr(core, "available_memory", lambda: batch + 1000 * INFO_BYTES - 1)
+    with pytest.raises(ValueError, match=r"^CanastaVecEnv: 1,000 classic_2p envs needs about [\d,]+ bytes"):
+        CanastaVecEnv(num_envs=1000)
+    monkeypatch.setattr(core, "available_memory", lambda: batch + 1000 * INFO_BYTES)
+    assert CanastaVecEnv(num_envs=1000).num_envs == 1000
+
+
 # ---- envs ----------------------------------------------------------------------------------
 
 def _legal(mask: np.ndarray) -> int:

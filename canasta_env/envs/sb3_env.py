@@ -30,14 +30,17 @@ import numpy as np
 import numpy.typing as npt
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from canasta_env.engine.core import check_batch_size, check_seed
+from canasta_env.engine.core import check_batch_size, check_memory, check_seed
 from canasta_env.envs.gym_env import CanastaVectorEnv
-from canasta_env.envs.learner import env_actions
+from canasta_env.envs.learner import env_actions, vector_env_bytes
 from canasta_env.messages import short_repr
 
 # what set_attr may not change: the batch's size, engine and spaces
 FIXED_ATTRS = frozenset({"num_envs", "venv", "observation_space", "action_space", "_actions",
                          "_seeds", "_options", "reset_infos"})
+# per env, besides the learner batch: the reset and step info dicts SB3's interface keeps (the
+# batch's growth per env measured about 950-1,030 bytes more than vector_env_bytes at 1,024-4,096 envs)
+INFO_BYTES = 1152
 
 
 class CanastaVecEnv(VecEnv):
@@ -48,6 +51,9 @@ class CanastaVecEnv(VecEnv):
     def __init__(self, num_envs: int = 64, rules: Any = "classic_2p", **options: Any) -> None:
         num_envs = check_batch_size(num_envs, "CanastaVecEnv", "num_envs")
         self.venv = CanastaVectorEnv(num_envs, rules, **options)
+        core = self.venv.core  # nothing is allocated before the first reset, so refusing here is in time
+        check_memory(vector_env_bytes(core.rules, core.config.episode, num_envs) + num_envs * INFO_BYTES,
+                     f"{num_envs:,} {core.rules.name} envs", "CanastaVecEnv")
         super().__init__(num_envs, self.venv.single_observation_space,
                          self.venv.single_action_space)
         self._actions: npt.NDArray[np.int64] | None = None

@@ -24,10 +24,11 @@ def _per_game(rules: str, api: str = "engine") -> int:
     from canasta_env.engine.core import batch_bytes
     from canasta_env.engine.layout import pack_params
     from canasta_env.envs.learner import vector_env_bytes
+    from canasta_env.envs.sb3_env import INFO_BYTES
     from canasta_env.rules import load_rules
 
     if api == "vec":
-        return vector_env_bytes(load_rules(rules), "hand", 1) + engine.VEC_LOOP_BYTES
+        return vector_env_bytes(load_rules(rules), "hand", 1) + INFO_BYTES + engine.VEC_LOOP_BYTES
     return batch_bytes(pack_params(load_rules(rules), "hand"), 1, engine.LOOP_BYTES)
 
 

@@ -188,7 +188,7 @@ def desynchronise(state: Any, agent: Any, rng: Any, steps: int) -> None:
 
 
 LOOP_BYTES = 96  # per game, besides the engine batch: step results, actions, draws, warm-up offsets
-VEC_LOOP_BYTES = 1536  # per env, besides the vector env: a step's info dicts and copies (1.2 KB measured)
+VEC_LOOP_BYTES = 512  # per env, besides the SB3 env (sb3_env.INFO_BYTES): the loop's actions and copies
 
 
 def batch_limit(rules_list: list[str], api: str = "engine") -> tuple[int, str, int] | None:
@@ -209,8 +209,9 @@ def batch_limit(rules_list: list[str], api: str = "engine") -> tuple[int, str, i
         rules = load_rules(spec)
         if api == "vec":
             from canasta_env.envs.learner import vector_env_bytes
+            from canasta_env.envs.sb3_env import INFO_BYTES
 
-            per_game = vector_env_bytes(rules, "hand", 1) + VEC_LOOP_BYTES
+            per_game = vector_env_bytes(rules, "hand", 1) + INFO_BYTES + VEC_LOOP_BYTES
         else:
             per_game = core.batch_bytes(pack_params(rules, "hand"), 1, LOOP_BYTES)
         if per_game > worst[1]:
