@@ -52,7 +52,7 @@ def train_maskable(setup: RunSetup, *, resume: bool, strict_resume: bool) -> tup
         clone_teacher(setup, model.policy, model.logger)
     install_kill_points(model)
     callback = run_callback.RunCallback(setup)
-    remaining = max(0, args.total_timesteps - model.num_timesteps)
+    remaining = max(0, setup.until - model.num_timesteps)
     model.learn(remaining, callback=callback, reset_num_timesteps=not resume,
                 progress_bar=args.progress)
     callback.checkpoint(model)

@@ -84,8 +84,8 @@ def announce(setup: RunSetup, resumed_at: int) -> None:
         shown += [f"{long} {'more' if shown else 'members'} in config.json"] if long else []
         against = "league " + ", ".join(shown + (["itself"] if args.latest_ratio > 0 else []))
     print(f"canasta: {what} run {setup.run} ({args.rules}, algo {args.algo}, {against}, "
-          f"{args.total_timesteps:,} learner steps)", flush=True)
-    if resumed_at and resumed_at >= args.total_timesteps:
+          f"{setup.until:,} learner steps)", flush=True)
+    if resumed_at and resumed_at >= setup.until:
         print(f"canasta: the run has trained {resumed_at:,} learner steps, total_timesteps is "
               f"{args.total_timesteps:,}: nothing to train (raise --total-timesteps to go on)", flush=True)
 

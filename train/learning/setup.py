@@ -20,7 +20,9 @@ from train.learning.config import IMITATE_LEAGUE, TrainArgs, lean
 @dataclass
 class RunSetup:
     """One run, resolved: its options, rules and folder, the agent on the other side (the pool under
-    self-play), the teacher to clone, the checkpoint it starts from, and its stop request."""
+    self-play), the teacher to clone, the checkpoint it starts from, its stop request, and the
+    learner steps this call trains to (``until``: the run's ``total_timesteps`` unless a league's
+    round ends first; config.json keeps the run's total, which a resume goes on to)."""
 
     args: TrainArgs
     rules: RuleSet
@@ -31,6 +33,7 @@ class RunSetup:
     teacher: Any = None
     init: Any = None
     stop: StopRequest | None = None
+    until: int = 0
 
 
 def _agent(option: str, name: str, rules: RuleSet) -> Any:
@@ -44,7 +47,7 @@ def _agent(option: str, name: str, rules: RuleSet) -> Any:
 
 
 def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
-            stop: StopRequest | None = None, overwrite: bool = False) -> RunSetup:
+            stop: StopRequest | None = None, overwrite: bool = False, until: int | None = None) -> RunSetup:
     """Build every agent the run names and check what can be checked before anything is written;
     a mistake is a ``ValueError`` naming the option. With ``overwrite`` the old run in ``run`` is
     to be cleared once this returns."""
@@ -82,7 +85,8 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
         pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
                          args.pool_size, league=league, prioritized=args.pfsp)
         opponent = pool
-    return RunSetup(args, rules, run, opponent, pool, league, teacher, init, stop or StopRequest())
+    return RunSetup(args, rules, run, opponent, pool, league, teacher, init, stop or StopRequest(),
+                    args.total_timesteps if until is None else min(until, args.total_timesteps))
 
 
 def _check_league(args: TrainArgs, selfplay: bool, rules: RuleSet) -> None:

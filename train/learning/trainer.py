@@ -23,10 +23,12 @@ from train.learning.setup import RunSetup, resolve
 
 
 def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, overwrite: bool = False,
-          strict_resume: bool = False, stop: StopRequest | None = None) -> Path:
+          strict_resume: bool = False, stop: StopRequest | None = None, until: int | None = None) -> Path:
     """Run (or continue) a training run; returns the run directory. With ``selfplay`` the
     opponent is a pool of the learner's latest policy and its past snapshots. When ``stop`` is
-    requested the run ends at the next update boundary with a checkpoint, as at its end.
+    requested the run ends at the next update boundary with a checkpoint, as at its end. ``until``
+    ends this call at fewer learner steps than ``args.total_timesteps`` (a league's round), which
+    config.json keeps as the run's total.
 
     The run directory is locked for the whole run; a folder that already holds a run needs
     ``resume`` or ``overwrite`` (``train.common.run_dir``), and nothing is written before those checks.
@@ -46,7 +48,7 @@ def train(args: TrainArgs, resume: bool = False, selfplay: bool = False, *, over
         if args.device == "cuda" and not torch.cuda.is_available():
             raise ValueError("training option device = 'cuda', but torch sees no CUDA GPU "
                              "(torch.cuda.is_available() is false); use device 'cpu' or 'auto'")
-        setup = resolve(args, rules, run, selfplay=selfplay, stop=stop, overwrite=overwrite)
+        setup = resolve(args, rules, run, selfplay=selfplay, stop=stop, overwrite=overwrite, until=until)
         if overwrite:
             clear_run(run)
         if not resume:  # a resume writes it once its checkpoint has loaded (``restore``)
@@ -94,10 +96,10 @@ def train_lean(setup: RunSetup, *, resume: bool, strict_resume: bool) -> tuple[i
         bf16 = model.precision == "bf16" and model.device.type == "cpu"
         clone_teacher(setup, model.policy, logger, bf16=bf16)
     per_rollout = args.num_envs * args.n_steps  # the run ends at the first whole rollout past the total
-    bar = _progress_bar(args, model.num_timesteps, -(-args.total_timesteps // per_rollout) * per_rollout)
+    bar = _progress_bar(args, model.num_timesteps, -(-setup.until // per_rollout) * per_rollout)
     start_steps = model.num_timesteps
     try:
-        model.learn(args.total_timesteps, on_sync=_sync_hook(setup, logger, bar, start_steps))
+        model.learn(setup.until, on_sync=_sync_hook(setup, logger, bar, start_steps))
     finally:
         if bar is not None:
             bar.close()
