@@ -203,7 +203,7 @@ def test_memory_estimate_covers_the_arrays(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_sb3_vec_env_counts_its_info_dicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Was: checked against the learner batch alone, about 17% under what the SB3 env holds, so a
+    """Was: checked against the learner batch alone, about 15% under what the SB3 env holds, so a
     batch that just passed could run out of memory at its first reset."""
     from canasta_env.envs.learner import vector_env_bytes
     from canasta_env.envs.sb3_env import INFO_BYTES, CanastaVecEnv

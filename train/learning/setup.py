@@ -28,12 +28,12 @@ class RunSetup:
     rules: RuleSet
     run: Path
     opponent: Any
+    until: int
     pool: Any = None
     league: dict[str, Any] | None = None
     teacher: Any = None
     init: Any = None
     stop: StopRequest | None = None
-    until: int = 0
 
 
 def _agent(option: str, name: str, rules: RuleSet) -> Any:
@@ -85,8 +85,8 @@ def resolve(args: TrainArgs, rules: RuleSet, run: Path, *, selfplay: bool,
         pool = PoolAgent(PolicyAgent(None, deterministic=False), args.num_envs, args.latest_ratio,
                          args.pool_size, league=league, prioritized=args.pfsp)
         opponent = pool
-    return RunSetup(args, rules, run, opponent, pool, league, teacher, init, stop or StopRequest(),
-                    args.total_timesteps if until is None else min(until, args.total_timesteps))
+    until = args.total_timesteps if until is None else min(until, args.total_timesteps)
+    return RunSetup(args, rules, run, opponent, until, pool, league, teacher, init, stop or StopRequest())
 
 
 def _check_league(args: TrainArgs, selfplay: bool, rules: RuleSet) -> None:
