@@ -24,12 +24,13 @@ from agents.checkpoint import CheckpointError, load_checkpoint
 from agents.learned.zoo import PREFIX, zoo_path
 from train.common.outputs import check_output_file
 from train.common.run_dir import CHECKPOINT_EXTRAS
-from train.learning.config import TrainArgs, check_args
+from train.learning.config import TrainArgs, check_args, without_effect
 
 
 def continue_config(ckpt: str, run_dir: str) -> dict[str, Any]:
-    """The options of ``ckpt``'s run (meta.json), starting from ``ckpt`` in ``run_dir``; checked as
-    a config file is, so a config that ``canasta league`` would refuse is never written."""
+    """The options of ``ckpt``'s run (meta.json), starting from ``ckpt`` in ``run_dir``, less those the
+    run ignores; checked as a config file is, so a config that ``canasta league`` would refuse is
+    never written."""
     path = zoo_path(ckpt) if ckpt.startswith(PREFIX) else Path(ckpt)
     meta = load_checkpoint(path).meta
     stored = meta.get("config")
@@ -41,6 +42,8 @@ def continue_config(ckpt: str, run_dir: str) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"{path}: its meta.json config holds options this version does not know: {unknown}")
     check_args(TrainArgs(**config), f"{path} meta.json config")
+    for name in without_effect(TrainArgs(**config), pool=True):  # e.g. a rule-search budget kept from
+        config.pop(name, None)  # before a resume switched to PPO exploiters: canasta league refuses it
     return config
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agents.learned.zoo import ZOO_DIR
 from scripts.continue_config import main
-from train.learning.config import load_args
+from train.learning.config import check_given, load_args
 
 
 def test_a_zoo_entry_continues_with_its_league_and_settings(tmp_path: Path) -> None:
@@ -31,3 +33,21 @@ def test_what_is_no_checkpoint_or_no_folder_name_is_one_line(tmp_path: Path,
     assert err.count("\n") == 1
     assert main(["zoo:classic_4p", "--run-dir", " "]) == 2
     assert "--run-dir ' ': not a folder name" in capsys.readouterr().err
+
+
+def test_options_the_run_ignored_are_left_out_so_the_league_takes_the_config(tmp_path: Path) -> None:
+    """Was: a run resumed from rule-space exploiters to PPO ones kept ``exploiter_budget`` in its
+    options, and the config written for it was refused by ``canasta league`` (no effect without
+    rule rounds)."""
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(ZOO_DIR / "classic_4p", ckpt)
+    meta = json.loads((ckpt / "meta.json").read_text())
+    meta["config"].update(exploiter_family="ppo", exploiter_every=3000000, exploiter_budget=120)
+    (ckpt / "meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "c.yaml"
+    assert main([str(ckpt), "--run-dir", str(tmp_path / "run"), "--out", str(out)]) == 0
+    given = set(yaml.safe_load(out.read_text()))
+    assert "exploiter_budget" not in given and "exploiter_steps" in given
+    args = load_args(str(out), {})
+    check_given(args, str(out), given, set(), pool=True)  # as canasta league checks its --config
+    assert (args.exploiter_family, args.exploiter_every) == ("ppo", 3000000)

@@ -275,6 +275,12 @@ _TAKES_EFFECT: dict[str, tuple[str, Callable[[TrainArgs, bool], bool], tuple[str
 }
 
 
+def without_effect(args: TrainArgs, *, pool: bool) -> list[str]:
+    """The options ``args`` ignore, whatever their values (``_TAKES_EFFECT``; ``pool`` as for
+    ``check_given``): ``exploiter_budget`` of a league whose exploiters are PPO learners."""
+    return [name for name, (_, applies, _) in _TAKES_EFFECT.items() if not applies(args, pool)]
+
+
 def check_given(args: TrainArgs, config: str | None, from_file: set[str], from_flags: set[str], *,
                 pool: bool) -> None:
     """Refuse an option given (in the file ``config`` or as a flag) a value other than its default
