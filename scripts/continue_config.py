@@ -41,9 +41,10 @@ def continue_config(ckpt: str, run_dir: str) -> dict[str, Any]:
     unknown = sorted(set(config) - set(TrainArgs.__dataclass_fields__))
     if unknown:
         raise ValueError(f"{path}: its meta.json config holds options this version does not know: {unknown}")
-    check_args(TrainArgs(**config), f"{path} meta.json config")
-    for name in without_effect(TrainArgs(**config), pool=True):  # e.g. a rule-search budget kept from
-        config.pop(name, None)  # before a resume switched to PPO exploiters: canasta league refuses it
+    args = TrainArgs(**config)
+    check_args(args, f"{path} meta.json config")
+    for name in without_effect(args, pool=True):  # e.g. a rule-search budget kept from before a
+        config.pop(name, None)  # resume switched to PPO exploiters: canasta league refuses it
     return config
 
 

@@ -291,9 +291,10 @@ def check_given(args: TrainArgs, config: str | None, from_file: set[str], from_f
     file's settings that a flag switches off (``--magnet-coef 0``), and a resume's stored options,
     which are not given (a run stored before this check still resumes)."""
     declared = defaults(TrainArgs)
-    for name, (needs, applies, deciders) in _TAKES_EFFECT.items():
+    for name in without_effect(args, pool=pool):
+        needs, _, deciders = _TAKES_EFFECT[name]
         value = getattr(args, name)
-        if name not in from_file | from_flags or value == declared[name] or applies(args, pool):
+        if name not in from_file | from_flags or value == declared[name]:
             continue
         if name not in from_flags and any(d in from_flags for d in deciders):
             continue
